@@ -1,0 +1,261 @@
+//! Line framing with a hard cap, shared by the host (async) and plugins (blocking).
+
+use std::io;
+
+/// One outcome of reading a line-framed stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line: UTF-8, without its `\n` or trailing `\r`, never blank.
+    Line(String),
+    /// A line crossed the cap. Reported once, when the cap is crossed; the rest of the line
+    /// is discarded without being buffered and reading resumes after its newline.
+    TooLong { cap: usize },
+    /// A line of `len` bytes that was not UTF-8, discarded.
+    NotUtf8 { len: usize },
+}
+
+/// Bytes asked of the underlying reader per read call.
+pub const READ_CHUNK_BYTES: usize = 8 * 1024;
+
+/// The framing state machine, free of I/O: feed it bytes, take frames out.
+///
+/// It holds at most `cap + 1` bytes of one line (the `+ 1` is a `\r` that may precede the
+/// `\n`; the terminator does not count towards the cap). Blank lines are skipped. An
+/// unterminated last line is delivered at end of input, like a terminated one.
+#[derive(Debug)]
+pub struct LineSplitter {
+    cap: usize,
+    line: Vec<u8>,
+    discarding: bool,
+}
+
+impl LineSplitter {
+    pub fn new(cap: usize) -> LineSplitter {
+        LineSplitter {
+            cap,
+            line: Vec::new(),
+            discarding: false,
+        }
+    }
+
+    /// Bytes currently buffered for the unfinished line (never more than `cap + 1`).
+    pub fn buffered(&self) -> usize {
+        self.line.len()
+    }
+
+    /// Consumes bytes from the front of `input` until one frame is complete or `input` is
+    /// used up. Returns the frame, if any; call again with the remaining input.
+    pub fn push(&mut self, input: &mut &[u8]) -> Option<Frame> {
+        while !input.is_empty() {
+            let newline = input.iter().position(|&b| b == b'\n');
+            let (segment, consumed) = match newline {
+                Some(at) => (&input[..at], at + 1),
+                None => (*input, input.len()),
+            };
+            *input = &input[consumed..];
+            if !self.discarding {
+                if self.line.len() + segment.len() > self.cap + 1 {
+                    self.start_discarding();
+                    if newline.is_some() {
+                        self.discarding = false;
+                    }
+                    return Some(Frame::TooLong { cap: self.cap });
+                }
+                self.line.extend_from_slice(segment);
+            }
+            if newline.is_some() {
+                if std::mem::take(&mut self.discarding) {
+                    continue;
+                }
+                if let Some(frame) = self.finish_line() {
+                    return Some(frame);
+                }
+            }
+        }
+        None
+    }
+
+    /// End of input: delivers an unterminated last line, if there is one.
+    pub fn finish(&mut self) -> Option<Frame> {
+        if std::mem::take(&mut self.discarding) {
+            return None;
+        }
+        self.finish_line()
+    }
+
+    fn start_discarding(&mut self) {
+        self.discarding = true;
+        self.line.clear();
+        // An over-long line must not leave a cap-sized allocation behind for every stream.
+        self.line.shrink_to(READ_CHUNK_BYTES);
+    }
+
+    fn finish_line(&mut self) -> Option<Frame> {
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        if self.line.len() > self.cap {
+            self.line.clear();
+            return Some(Frame::TooLong { cap: self.cap });
+        }
+        if self.line.iter().all(u8::is_ascii_whitespace) {
+            self.line.clear();
+            return None;
+        }
+        let bytes = std::mem::take(&mut self.line);
+        Some(match String::from_utf8(bytes) {
+            Ok(text) => Frame::Line(text),
+            Err(error) => Frame::NotUtf8 {
+                len: error.as_bytes().len(),
+            },
+        })
+    }
+}
+
+/// A [`LineSplitter`] with its read buffer: what both readers below share.
+#[derive(Debug)]
+struct Framer {
+    splitter: LineSplitter,
+    chunk: Box<[u8; READ_CHUNK_BYTES]>,
+    pending: std::ops::Range<usize>,
+    eof: bool,
+}
+
+impl Framer {
+    fn new(cap: usize) -> Framer {
+        Framer {
+            splitter: LineSplitter::new(cap),
+            chunk: Box::new([0; READ_CHUNK_BYTES]),
+            pending: 0..0,
+            eof: false,
+        }
+    }
+
+    /// A frame from bytes already read, if they hold one. When this returns `None` every
+    /// read byte has been consumed, so `read_buf` may be overwritten.
+    fn next_buffered(&mut self) -> Option<Frame> {
+        let mut input = &self.chunk[self.pending.clone()];
+        let frame = self.splitter.push(&mut input);
+        self.pending.start = self.pending.end - input.len();
+        frame
+    }
+
+    fn read_buf(&mut self) -> &mut [u8] {
+        &mut self.chunk[..]
+    }
+
+    /// Records that `read` bytes were read into `read_buf`; zero means end of input.
+    fn filled(&mut self, read: usize) -> Option<Frame> {
+        if read == 0 {
+            self.eof = true;
+            return self.splitter.finish();
+        }
+        self.pending = 0..read;
+        None
+    }
+}
+
+/// Reads frames from any blocking [`io::Read`] (the plugin side: a guest's stdin).
+pub struct BlockingLines<R> {
+    reader: R,
+    framer: Framer,
+}
+
+impl<R: io::Read> BlockingLines<R> {
+    /// There is deliberately no constructor without a cap.
+    pub fn new(reader: R, cap: usize) -> BlockingLines<R> {
+        BlockingLines {
+            reader,
+            framer: Framer::new(cap),
+        }
+    }
+
+    /// The next frame; `Ok(None)` at end of input.
+    pub fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+        loop {
+            if let Some(frame) = self.framer.next_buffered() {
+                return Ok(Some(frame));
+            }
+            if self.framer.eof {
+                return Ok(None);
+            }
+            let read = match self.reader.read(self.framer.read_buf()) {
+                Ok(read) => read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            if let Some(frame) = self.framer.filled(read) {
+                return Ok(Some(frame));
+            }
+        }
+    }
+
+    /// A frame from bytes already read, without reading more. Lets a caller that polls for
+    /// readiness drain what it has before it waits again.
+    pub fn next_buffered(&mut self) -> Option<Frame> {
+        self.framer.next_buffered()
+    }
+
+    /// Whether the underlying reader has reported end of input.
+    pub fn at_eof(&self) -> bool {
+        self.framer.eof
+    }
+
+    /// Bytes buffered for the unfinished line (never more than `cap + 1`).
+    pub fn buffered(&self) -> usize {
+        self.framer.splitter.buffered()
+    }
+
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.reader
+    }
+}
+
+impl<R: io::Read> Iterator for BlockingLines<R> {
+    type Item = io::Result<Frame>;
+
+    fn next(&mut self) -> Option<io::Result<Frame>> {
+        self.next_frame().transpose()
+    }
+}
+
+/// Reads frames from any [`tokio::io::AsyncRead`] (the host side: a plugin's stdout).
+#[cfg(feature = "tokio")]
+pub struct AsyncLines<R> {
+    reader: R,
+    framer: Framer,
+}
+
+#[cfg(feature = "tokio")]
+impl<R: tokio::io::AsyncRead + Unpin> AsyncLines<R> {
+    /// There is deliberately no constructor without a cap.
+    pub fn new(reader: R, cap: usize) -> AsyncLines<R> {
+        AsyncLines {
+            reader,
+            framer: Framer::new(cap),
+        }
+    }
+
+    /// The next frame; `Ok(None)` at end of input. Cancel-safe: bytes already read stay
+    /// buffered if the future is dropped.
+    pub async fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+        use tokio::io::AsyncReadExt;
+        loop {
+            if let Some(frame) = self.framer.next_buffered() {
+                return Ok(Some(frame));
+            }
+            if self.framer.eof {
+                return Ok(None);
+            }
+            let read = self.reader.read(self.framer.read_buf()).await?;
+            if let Some(frame) = self.framer.filled(read) {
+                return Ok(Some(frame));
+            }
+        }
+    }
+
+    /// Bytes buffered for the unfinished line (never more than `cap + 1`).
+    pub fn buffered(&self) -> usize {
+        self.framer.splitter.buffered()
+    }
+}
