@@ -174,7 +174,10 @@ fn encode_line<T: Serialize>(message: &T, tag: &'static str) -> Result<String, E
 }
 
 const VERSION_FIELD: &str = concat!(",\"v\":", 3);
-const _: () = assert!(PROTOCOL_VERSION == 3, "VERSION_FIELD spells the version out");
+const _: () = assert!(
+    PROTOCOL_VERSION == 3,
+    "VERSION_FIELD spells the version out"
+);
 
 /// Splits `text` into pieces whose JSON-escaped length is at most `budget`, on char
 /// boundaries. The escaped length of a char mirrors serde_json's string escaping.
@@ -219,7 +222,10 @@ mod tests {
 
     #[test]
     fn escaped_len_matches_serde_json_for_every_ascii_and_some_unicode() {
-        for c in (0u8..=0x7f).map(char::from).chain(['é', '한', '😀', '\u{9b}']) {
+        for c in (0u8..=0x7f)
+            .map(char::from)
+            .chain(['é', '한', '😀', '\u{9b}'])
+        {
             let encoded = serde_json::to_string(&c.to_string()).unwrap();
             assert_eq!(escaped_len(c), encoded.len() - 2, "{c:?}");
         }
@@ -232,7 +238,10 @@ mod tests {
             "{\"event\":\"shutdown\",\"v\":3}\n"
         );
         let line = encode_command(&Command::WatchPane { token: token() }).unwrap();
-        assert!(line.starts_with("{\"cmd\":\"watch_pane\",\"v\":3,\"token\":"), "{line}");
+        assert!(
+            line.starts_with("{\"cmd\":\"watch_pane\",\"v\":3,\"token\":"),
+            "{line}"
+        );
     }
 
     #[test]

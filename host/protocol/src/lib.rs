@@ -26,7 +26,9 @@ mod message;
 mod reader;
 mod token;
 
-pub use codec::{DecodeError, EncodeError, decode_command, decode_event, encode_command, encode_event};
+pub use codec::{
+    DecodeError, EncodeError, decode_command, decode_event, encode_command, encode_event,
+};
 pub use message::{Command, Event, Generation, LogLevel};
 #[cfg(feature = "tokio")]
 pub use reader::AsyncLines;

@@ -24,7 +24,9 @@ impl Token {
     /// Accepts exactly [`TOKEN_HEX_LEN`] characters of `[0-9a-f]`.
     pub fn parse(text: &str) -> Result<Token, InvalidToken> {
         let well_formed = text.len() == TOKEN_HEX_LEN
-            && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         if well_formed {
             Ok(Token(text.to_owned()))
         } else {
