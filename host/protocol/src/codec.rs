@@ -15,7 +15,7 @@ pub enum DecodeError {
     Malformed(String),
     #[error("bad message shape: {0}")]
     Shape(String),
-    #[error("protocol version mismatch: line says v={found}, this host speaks v={expected}")]
+    #[error("protocol version mismatch: line says v={found}, this side speaks v={expected}")]
     VersionMismatch { found: String, expected: u32 },
     #[error("send_input data is {len} bytes, over the {max}-byte limit")]
     InputTooLarge { len: usize, max: usize },
@@ -124,7 +124,14 @@ fn decode_line<T: DeserializeOwned>(line: &str) -> Result<T, DecodeError> {
     if line.trim().is_empty() {
         return Err(DecodeError::Blank);
     }
-    let message: T = serde_json::from_str(line).map_err(classify)?;
+    let parsed = serde_json::from_str::<T>(line).map_err(classify);
+    // serde also accepts the fields of a message as a JSON array; the wire format does not.
+    if !line.trim_start().starts_with('{') && !matches!(parsed, Err(DecodeError::Malformed(_))) {
+        return Err(DecodeError::Shape(
+            "a message must be a JSON object".to_owned(),
+        ));
+    }
+    let message = parsed?;
     // The message types ignore unknown fields, `v` among them; it is read on its own so that
     // a shape error is reported before a version mismatch, as SPEC §2.5 orders them.
     #[derive(serde::Deserialize)]

@@ -61,6 +61,7 @@ impl LineSplitter {
                     }
                     return Some(Frame::TooLong { cap: self.cap });
                 }
+                self.reserve_within_cap(segment.len());
                 self.line.extend_from_slice(segment);
             }
             if newline.is_some() {
@@ -81,6 +82,22 @@ impl LineSplitter {
             return None;
         }
         self.finish_line()
+    }
+
+    /// Bytes allocated for the unfinished line: never more than `cap + 1`, so a peer that
+    /// sends long lines cannot make the buffer grow past the cap by amortised doubling.
+    pub fn capacity(&self) -> usize {
+        self.line.capacity()
+    }
+
+    /// Grows the line buffer geometrically, as `Vec` would, but never past `cap + 1`.
+    fn reserve_within_cap(&mut self, additional: usize) {
+        let needed = self.line.len() + additional;
+        if needed <= self.line.capacity() {
+            return;
+        }
+        let target = (self.line.capacity() * 2).max(needed).min(self.cap + 1);
+        self.line.reserve_exact(target - self.line.len());
     }
 
     fn start_discarding(&mut self) {
@@ -201,9 +218,9 @@ impl<R: io::Read> BlockingLines<R> {
         self.framer.eof
     }
 
-    /// Bytes buffered for the unfinished line (never more than `cap + 1`).
-    pub fn buffered(&self) -> usize {
-        self.framer.splitter.buffered()
+    /// The framing state, to observe how much of an unfinished line is held.
+    pub fn splitter(&self) -> &LineSplitter {
+        &self.framer.splitter
     }
 
     pub fn get_mut(&mut self) -> &mut R {
@@ -254,8 +271,8 @@ impl<R: tokio::io::AsyncRead + Unpin> AsyncLines<R> {
         }
     }
 
-    /// Bytes buffered for the unfinished line (never more than `cap + 1`).
-    pub fn buffered(&self) -> usize {
-        self.framer.splitter.buffered()
+    /// The framing state, to observe how much of an unfinished line is held.
+    pub fn splitter(&self) -> &LineSplitter {
+        &self.framer.splitter
     }
 }
