@@ -66,6 +66,8 @@ mod guard;
 mod limits;
 mod refused;
 mod relaunch;
+#[cfg(test)]
+mod tests;
 
 pub use approved::{
     Approved, ApprovedAttention, ApprovedLog, ApprovedRelaunch, ApprovedSendInput, ApprovedStatus,
