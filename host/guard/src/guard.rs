@@ -9,7 +9,7 @@ use crate::approved::{
 use crate::budget::Budgets;
 use crate::{
     Approved, BudgetKind, GuardLimits, PaneFacts, PaneOwner, PaneState, PluginPolicy, Refused,
-    RelaunchLineError, compose_relaunch_line,
+    compose_relaunch_line,
 };
 
 /// A pane must have been quiet this long before a plugin may type into it (SPEC §5.3).
@@ -134,11 +134,7 @@ impl Guard {
                     facts.launch_command,
                     resume_args,
                     &plugin.allowed_resume_flags,
-                )
-                .map_err(|error| match error {
-                    RelaunchLineError::NoLaunchCommand => Refused::NoLaunchCommand,
-                    RelaunchLineError::ResumeArgs(error) => Refused::ResumeArgsRejected(error),
-                })?;
+                )?;
                 self.charge_if_within_budget(token, BudgetKind::Relaunch, now)?;
                 Ok(Approved::Relaunch(ApprovedRelaunch {
                     target,

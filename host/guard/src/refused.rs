@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use nightcrow_protocol::Generation;
 
-use crate::ResumeArgsError;
+use crate::{RelaunchLineError, ResumeArgsError};
 
 /// Why the guard refused a command (SPEC §3). Refusals are logged by the hub at
 /// [`Refused::severity`], never sent to the plugin, never retried.
@@ -76,7 +76,18 @@ impl BudgetKind {
     }
 }
 
+impl From<RelaunchLineError> for Refused {
+    fn from(error: RelaunchLineError) -> Refused {
+        match error {
+            RelaunchLineError::NoLaunchCommand => Refused::NoLaunchCommand,
+            RelaunchLineError::ResumeArgs(error) => Refused::ResumeArgsRejected(error),
+        }
+    }
+}
+
 impl Refused {
+    /// The level the hub logs this refusal at, as listed in SPEC §3. Exhaustive on purpose:
+    /// a new reason must be classed before it compiles.
     pub fn severity(&self) -> Severity {
         match self {
             Refused::UnknownPane
