@@ -1114,7 +1114,11 @@ enum Step {
 
 fn arb_command(token_index: u8) -> impl Strategy<Value = Command> {
     let generation = 1..4u32;
-    let data = prop::sample::select(vec!["", "y\r", "\u{1b}[A", "한국어\n", "\u{9b}"]);
+    let data = prop_oneof![
+        prop::sample::select(vec!["", "y\r", "\u{1b}[A", "한국어\n", "\u{9b}"])
+            .prop_map(str::to_owned),
+        (8190..8195usize).prop_map(|len| "a".repeat(len)),
+    ];
     let args = prop::collection::vec(
         prop::sample::select(vec!["resume", UUID, "-x", "--session", "a b", ""]),
         0..8,
@@ -1126,7 +1130,7 @@ fn arb_command(token_index: u8) -> impl Strategy<Value = Command> {
             move |(generation, data)| Command::SendInput {
                 token: token.clone(),
                 generation,
-                data: data.to_owned(),
+                data: data.clone(),
             }
         }),
         (generation.clone(), args).prop_map({
@@ -1232,6 +1236,8 @@ proptest! {
                     let quiet = matches!(facts.unwrap().state, PaneState::Running { idle } if idle >= Duration::from_secs(10));
                     prop_assert!(quiet);
                     prop_assert_eq!(a.data(), data);
+                    prop_assert!(data.len() <= 8192);
+                    prop_assert!(!data.chars().any(|c| c.is_control() && !"\r\n\t".contains(c)));
                     approvals.push((token, BudgetKind::SendInput, elapsed));
                 }
                 (Command::Relaunch { generation, .. }, Ok(Approved::Relaunch(a))) => {
