@@ -739,6 +739,26 @@ fn relaunch_args_count_length_and_charset() {
 }
 
 #[test]
+fn relaunch_arg_charset_is_exactly_the_spec_list_over_all_of_ascii() {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-:/=@+".contains(c);
+    for character in (0..=127u8).map(char::from) {
+        let arg = format!("a{character}");
+        let expected = if allowed(character) {
+            Ok(leak(format!("relaunch codex resume {arg}")))
+        } else {
+            Err(Refused::ResumeArgsRejected(
+                ResumeArgsError::ForbiddenCharacter {
+                    index: 1,
+                    offset: 1,
+                    character,
+                },
+            ))
+        };
+        check(relaunch(&["resume", &arg]), Some(exited()), expected);
+    }
+}
+
+#[test]
 fn relaunch_flags_must_be_allowed_exactly() {
     check(relaunch(&["x"]), Some(exited()), Err(not_allowed(0, "x")));
     check(relaunch(&[UUID]), Some(exited()), Err(not_allowed(0, UUID)));
@@ -1185,6 +1205,32 @@ fn arb_step() -> impl Strategy<Value = (Step, u64)> {
         });
     let step = prop_oneof![20 => judge, 1 => (0..3u8).prop_map(Step::Cancel)];
     (step, 0..20_000u64)
+}
+
+proptest! {
+    #[test]
+    fn a_composed_line_is_the_command_and_literal_args(
+        args in prop::collection::vec(
+            prop_oneof![
+                prop::sample::select(vec!["-v", "/x", "resume"]).prop_map(str::to_owned),
+                "[a-z0-9 ;$/-]{0,6}",
+            ],
+            0..8,
+        ),
+    ) {
+        let flags = ["-v".to_owned(), "/x".to_owned(), "resume".to_owned()];
+        if let Ok(line) = crate::compose_relaunch_line(Some("codex"), &args, &flags) {
+            prop_assert!(args.len() <= 6);
+            let expected = std::iter::once("codex".to_owned()).chain(args.iter().cloned()).collect::<Vec<_>>().join(" ");
+            prop_assert_eq!(line.as_str(), expected);
+            for (index, arg) in args.iter().enumerate() {
+                prop_assert!(!arg.is_empty() && !arg.contains([' ', ';', '$']));
+                if index == 0 || arg.starts_with(['-', '/']) {
+                    prop_assert!(flags.contains(arg));
+                }
+            }
+        }
+    }
 }
 
 proptest! {
