@@ -1,54 +1,20 @@
-//! Per-token budgets of approved actions over a sliding window (SPEC §3.2).
-
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use nightcrow_protocol::Token;
 
-/// Budget limits, the `[guard]` config section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GuardLimits {
-    /// Approved `send_input`s per token per window.
-    pub max_sends_per_window: u32,
-    /// Approved `relaunch`es per token per window.
-    pub max_relaunches_per_window: u32,
-    /// Length of the sliding window in seconds.
-    pub window_secs: u64,
+use crate::{BudgetKind, GuardLimits, Refused};
+
+/// Approvals charged per token within the sliding window (SPEC §3.2).
+///
+/// Memory stays bounded: a deque never holds more than its limit (a charge is only added
+/// below the limit), expired charges are dropped whenever a token is checked, every charge
+/// sweeps tokens with nothing left in the window, and [`Budgets::forget`] drops a token.
+#[derive(Debug, Default)]
+pub(crate) struct Budgets {
+    by_token: HashMap<Token, Charges>,
 }
 
-impl Default for GuardLimits {
-    fn default() -> GuardLimits {
-        GuardLimits {
-            max_sends_per_window: 5,
-            max_relaunches_per_window: 3,
-            window_secs: 60,
-        }
-    }
-}
-
-/// Which counter a charge goes to; the two never share a budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BudgetKind {
-    SendInput,
-    Relaunch,
-}
-
-impl GuardLimits {
-    fn limit(&self, kind: BudgetKind) -> u32 {
-        match kind {
-            BudgetKind::SendInput => self.max_sends_per_window,
-            BudgetKind::Relaunch => self.max_relaunches_per_window,
-        }
-    }
-
-    pub(crate) fn window(&self) -> Duration {
-        Duration::from_secs(self.window_secs)
-    }
-}
-
-/// Times of approved actions still inside the window. Each queue holds at most its limit,
-/// because a charge is only made below the limit.
 #[derive(Debug, Default)]
 struct Charges {
     sends: VecDeque<Instant>,
@@ -56,78 +22,108 @@ struct Charges {
 }
 
 impl Charges {
-    fn queue(&mut self, kind: BudgetKind) -> &mut VecDeque<Instant> {
+    fn of(&mut self, kind: BudgetKind) -> &mut VecDeque<Instant> {
         match kind {
             BudgetKind::SendInput => &mut self.sends,
             BudgetKind::Relaunch => &mut self.relaunches,
         }
     }
-}
 
-#[derive(Debug, Default)]
-pub(crate) struct Budgets {
-    by_token: HashMap<Token, Charges>,
+    /// Drops charges at least one window old: those are free again.
+    fn expire(&mut self, now: Instant, window: Duration) {
+        for charges in [&mut self.sends, &mut self.relaunches] {
+            while charges
+                .front()
+                .is_some_and(|&at| now.saturating_duration_since(at) >= window)
+            {
+                charges.pop_front();
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sends.is_empty() && self.relaunches.is_empty()
+    }
 }
 
 impl Budgets {
-    /// Whether one more `kind` may be approved for `token` at `now`; forgets expired charges.
-    pub(crate) fn has_room(
+    /// Refuses if `token` has no `kind` approval left in the window ending at `now`.
+    pub(crate) fn check(
         &mut self,
-        limits: &GuardLimits,
         token: &Token,
         kind: BudgetKind,
         now: Instant,
-    ) -> bool {
-        let limit = limits.limit(kind) as usize;
-        let Some(charges) = self.by_token.get_mut(token) else {
-            return limit > 0;
-        };
+        limits: &GuardLimits,
+    ) -> Result<(), Refused> {
+        let limit = limit_of(kind, limits);
         let window = limits.window();
-        let queue = charges.queue(kind);
-        // A charge exactly one window old is free again.
-        while queue
-            .front()
-            .is_some_and(|&charged| now.saturating_duration_since(charged) >= window)
-        {
-            queue.pop_front();
-        }
-        let room = queue.len() < limit;
-        if charges.sends.is_empty() && charges.relaunches.is_empty() {
-            self.by_token.remove(token);
-        }
-        room
+        let Some(charges) = self.by_token.get_mut(token) else {
+            return within(0, limit, kind, window, None);
+        };
+        charges.expire(now, window);
+        let charges = charges.of(kind);
+        // After a reload lowered the limit there may be more charges than the limit; the
+        // next approval fits once all but `limit - 1` have expired.
+        let oldest_blocking = charges
+            .len()
+            .checked_sub(limit as usize)
+            .and_then(|index| charges.get(index));
+        let free_in =
+            oldest_blocking.map(|&at| window.saturating_sub(now.saturating_duration_since(at)));
+        within(charges.len(), limit, kind, window, free_in)
     }
 
-    /// Records an approval. Call only right after `has_room` said yes. Tokens whose every
-    /// charge has left the window are dropped here, so memory follows recent approvals only.
+    /// Records an approval. Call only after [`Budgets::check`] passed at the same `now`.
     pub(crate) fn charge(
         &mut self,
-        limits: &GuardLimits,
         token: &Token,
         kind: BudgetKind,
         now: Instant,
+        limits: &GuardLimits,
     ) {
         let window = limits.window();
         self.by_token.retain(|_, charges| {
-            let recent = |queue: &VecDeque<Instant>| {
-                queue
-                    .back()
-                    .is_some_and(|&charged| now.saturating_duration_since(charged) < window)
-            };
-            recent(&charges.sends) || recent(&charges.relaunches)
+            charges.expire(now, window);
+            !charges.is_empty()
         });
         self.by_token
             .entry(token.clone())
             .or_default()
-            .queue(kind)
+            .of(kind)
             .push_back(now);
     }
 
-    pub(crate) fn clear(&mut self, token: &Token) {
+    pub(crate) fn forget(&mut self, token: &Token) {
         self.by_token.remove(token);
     }
 
     pub(crate) fn tracked_tokens(&self) -> usize {
         self.by_token.len()
+    }
+}
+
+fn limit_of(kind: BudgetKind, limits: &GuardLimits) -> u32 {
+    match kind {
+        BudgetKind::SendInput => limits.max_sends_per_window(),
+        BudgetKind::Relaunch => limits.max_relaunches_per_window(),
+    }
+}
+
+fn within(
+    used: usize,
+    limit: u32,
+    kind: BudgetKind,
+    window: Duration,
+    free_in: Option<Duration>,
+) -> Result<(), Refused> {
+    if used < limit as usize {
+        Ok(())
+    } else {
+        Err(Refused::RateLimited {
+            kind,
+            limit,
+            window,
+            free_in: if limit == 0 { None } else { free_in },
+        })
     }
 }

@@ -1,60 +1,83 @@
-//! The trust boundary: [`Guard::judge`] decides every request a plugin makes.
+//! The trust boundary of nightcrow: every command a plugin sends is judged here (SPEC §3).
 //!
-//! A plugin's line becomes a [`Command`](nightcrow_protocol::Command) in `nightcrow-protocol`, which checks only shape and
-//! size. Whether the command may *act* — type into a pane, relaunch one, adopt one — is
-//! decided here and nowhere else, by the rules of SPEC §3 in their order.
+//! [`Guard::judge`] takes the plugin's [`PluginPolicy`], a decoded
+//! [`Command`](nightcrow_protocol::Command), the [`PaneFacts`] the hub resolved from the
+//! command's token and the current time, and returns a [`Verdict`]: an [`Approved`] value
+//! or a [`Refused`] reason. It applies the rules of SPEC §3 in their order, as one
+//! exhaustive match over the command, and charges the per-token budgets of SPEC §3.2.
 //!
-//! **Invariant: only this crate can construct an [`Approved`] value.** Every approved
-//! request ([`SendInput`], [`Relaunch`], [`WatchPane`], [`Status`], [`Attention`], [`Log`])
-//! has private fields and no public constructor, and none is `Clone`, so one approval acts at
-//! most once. The layers that write to a PTY, spawn a relaunch or hand a pane to a plugin take
-//! these values as arguments; a plugin request has no other way to reach them. Input typed by
-//! a person goes through the client API, which never carries plugin data.
+//! **Invariant: only this crate can construct an [`Approved`].** Every variant wraps a
+//! struct with private fields and no public constructor, and none of them is `Clone`. The
+//! operations that write to a PTY, relaunch or adopt a pane on a plugin's behalf take an
+//! `Approved…` value and nothing else, so no plugin request reaches them without a
+//! judgement. This is a property of the types, checked by the compiler:
 //!
-//! ```compile_fail
-//! // Outside the guard an approval cannot be made up:
-//! let forged = nightcrow_guard::SendInput {
-//!     pane: nightcrow_protocol::PaneId(1),
-//!     token: nightcrow_protocol::Token::from_bytes([0; 16]),
-//!     data: "rm -rf ~\r".to_owned(),
-//! };
+//! ```compile_fail,E0451
+//! use nightcrow_guard::{Approved, ApprovedSendInput, Target};
+//!
+//! // A hub holding a `Target` from an earlier approval still cannot forge a new one.
+//! fn forge(target: Target) -> Approved {
+//!     Approved::SendInput(ApprovedSendInput { target, data: "rm -rf ~\r".to_owned() })
+//! }
 //! ```
 //!
-//! The guard is pure: no I/O, no clock reads (`now` is an argument, so tests step time
-//! exactly), no panics. The hub keeps one `Guard` per repository for its whole life, so
-//! budgets survive plugin reloads and pane relaunches.
+//! **The guard does no I/O and reads no clock.** `now` is an argument (a
+//! [`std::time::Instant`] from the hub's monotonic clock; tests pass a base instant plus
+//! offsets), so a verdict depends only on its inputs and the budgets, and tests are
+//! deterministic. It never panics.
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use nightcrow_guard::{Guard, GuardLimits, PaneFacts, PluginPolicy, Refused};
-//! use nightcrow_protocol::{Command, PaneId, Token};
+//! use nightcrow_guard::{Approved, Guard, PaneFacts, PaneId, PaneOwner, PaneState, PluginPolicy};
+//! use nightcrow_protocol::{Command, Token};
 //!
-//! let mut guard = Guard::new(GuardLimits::default());
+//! let plugin = PluginPolicy {
+//!     name: "recovery".to_owned(),
+//!     allowed_resume_flags: vec!["resume".to_owned()],
+//!     watch_on_signal: false,
+//! };
 //! let token = Token::from_bytes([7; 16]);
 //! let facts = PaneFacts {
-//!     pane: PaneId(3),
+//!     pane: PaneId::new(1),
 //!     generation: 1,
-//!     opted_in: true,
-//!     watched_by_another: false,
-//!     alive: true,
-//!     idle: Duration::from_secs(2),
-//!     launch_command: Some("codex".to_owned()),
+//!     owner: PaneOwner::ThisPlugin,
+//!     state: PaneState::Exited,
+//!     launch_command: Some("codex"),
 //! };
-//! let policy = PluginPolicy::default();
-//! let typing = Command::SendInput { token, generation: 1, data: "continue\r".to_owned() };
-//! let verdict = guard.judge(&policy, &typing, Some(&facts), Instant::now());
-//! assert!(matches!(verdict, Err(Refused::PaneBusy { .. })));
+//! let relaunch = Command::Relaunch {
+//!     token,
+//!     generation: 1,
+//!     resume_args: vec!["resume".to_owned(), "019c8bfe-ec25-79e0-97d7-bda6a9c575ff".to_owned()],
+//! };
+//! let mut guard = Guard::default();
+//! match guard.judge(&plugin, &relaunch, Some(facts), Instant::now()) {
+//!     Ok(Approved::Relaunch(approved)) => {
+//!         assert_eq!(approved.line().as_str(), "codex resume 019c8bfe-ec25-79e0-97d7-bda6a9c575ff");
+//!     }
+//!     other => panic!("{other:?}"),
+//! }
 //! ```
 #![forbid(unsafe_code)]
 
+mod approved;
 mod budget;
-mod judge;
+mod facts;
+mod guard;
+mod limits;
+mod refused;
 mod relaunch;
-mod verdict;
+#[cfg(test)]
+mod tests;
 
-pub use budget::{BudgetKind, GuardLimits};
-pub use judge::{Guard, IDLE_THRESHOLD, PaneFacts, PluginPolicy};
-pub use relaunch::{MAX_RESUME_ARG_BYTES, MAX_RESUME_ARGS, ResumeArgsError, compose_relaunch_line};
-pub use verdict::{
-    Approved, Attention, Log, Refused, Relaunch, SendInput, Severity, Status, Verdict, WatchPane,
+pub use approved::{
+    Approved, ApprovedAttention, ApprovedLog, ApprovedRelaunch, ApprovedSendInput, ApprovedStatus,
+    ApprovedWatchPane, Target,
+};
+pub use facts::{PaneFacts, PaneId, PaneOwner, PaneState, PluginPolicy};
+pub use guard::{Guard, IDLE_THRESHOLD, Verdict};
+pub use limits::{GuardLimits, InvalidLimits, MAX_LIMIT_PER_WINDOW};
+pub use refused::{BudgetKind, Refused, Severity};
+pub use relaunch::{
+    MAX_RESUME_ARG_BYTES, MAX_RESUME_ARGS, RelaunchLine, RelaunchLineError, ResumeArgsError,
+    compose_relaunch_line,
 };

@@ -1,79 +1,157 @@
-//! The relaunch line of SPEC §3.1: the original launch command plus validated arguments.
+use std::fmt;
 
-/// Most arguments a plugin may ask to append.
+/// Most resume args a relaunch may carry (SPEC §3.1).
 pub const MAX_RESUME_ARGS: usize = 6;
-/// Longest single argument, in bytes.
+/// Longest resume arg in bytes (SPEC §3.1).
 pub const MAX_RESUME_ARG_BYTES: usize = 256;
 
-/// Why a plugin's `resume_args` cannot be appended. Indices count from 0.
+/// A relaunch line composed by [`compose_relaunch_line`]: the original launch command
+/// followed by validated resume args.
+///
+/// A `RelaunchLine` proves *validation*, not permission: permission to relaunch is an
+/// [`ApprovedRelaunch`](crate::ApprovedRelaunch), which carries one. The hub runs the line
+/// through the configured shell as one argv item (`$SHELL -lc "<line>"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelaunchLine(String);
+
+impl RelaunchLine {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RelaunchLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why no relaunch line could be composed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RelaunchLineError {
+    /// The slot has no original command (a bare shell or client-opened pane), or only a blank
+    /// one. Checked before the args, so no allowlist gets past it.
+    #[error("the pane has no launch command to relaunch")]
+    NoLaunchCommand,
+    #[error(transparent)]
+    ResumeArgs(#[from] ResumeArgsError),
+}
+
+/// Why a plugin's `resume_args` were rejected (SPEC §3.1). Args are checked in order, every
+/// rule for one arg before the next arg, so the first offending arg is reported.
+///
+/// Plugin text appears in the messages only `{:?}`-escaped or after it passed the charset
+/// check, so a message cannot forge log lines.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResumeArgsError {
-    #[error("{count} resume args, at most {MAX_RESUME_ARGS} allowed")]
-    TooMany { count: usize },
+    #[error("{count} resume args, at most {max} allowed")]
+    TooMany { count: usize, max: usize },
     #[error("resume arg {index} is empty")]
     Empty { index: usize },
-    #[error("resume arg {index} is {len} bytes, at most {MAX_RESUME_ARG_BYTES} allowed")]
-    TooLong { index: usize, len: usize },
+    #[error("resume arg {index} is {len} bytes, at most {max} allowed")]
+    TooLong {
+        index: usize,
+        len: usize,
+        max: usize,
+    },
     #[error(
-        "resume arg {index} contains {found:?}; only ASCII letters, digits and . _ - : / = @ + are allowed"
+        "resume arg {index} contains {character:?} (U+{code:04X}) at byte {offset}; only ASCII \
+         letters, digits and . _ - : / = @ + are allowed",
+        code = u32::from(*character)
     )]
-    ForbiddenCharacter { index: usize, found: char },
-    #[error("resume arg {index} ({arg:?}) is not in the plugin's allowed_resume_flags")]
+    ForbiddenCharacter {
+        index: usize,
+        offset: usize,
+        character: char,
+    },
+    #[error(
+        "resume arg {index} {arg:?} must appear exactly in allowed_resume_flags \
+         (arg 0 and every arg starting with - or / must)"
+    )]
     NotAllowed { index: usize, arg: String },
 }
 
-/// Appends `args` to `launch_command`, one space before each, after checking every rule of
-/// SPEC §3.1. Arg 0 and every arg starting with `-` or `/` must appear exactly in
-/// `allowed_flags`; other args are values (a session id, say). The line is always composed
-/// from the original command, so arguments never accumulate across relaunches.
+/// Validates `resume_args` against SPEC §3.1 and composes the relaunch line from the
+/// *original* `launch_command`.
 ///
-/// The charset is literal in POSIX shells and in cmd.exe, so the line needs no quoting; it is
-/// run as one argv item of the configured shell (`$SHELL -lc "<line>"`).
+/// The line is `launch_command` followed by `" " + arg` for each arg, unquoted: the allowed
+/// charset is literal in POSIX shells and in cmd.exe. Because the line is always built from
+/// the original command, args never accumulate across relaunches. The guard uses this to
+/// judge a `relaunch`; the hub may call it again when it carries the relaunch out.
+///
+/// ```
+/// use nightcrow_guard::{compose_relaunch_line, RelaunchLineError};
+///
+/// let flags = ["resume".to_owned()];
+/// let args = ["resume".to_owned(), "019c8bfe-ec25-79e0-97d7-bda6a9c575ff".to_owned()];
+/// let line = compose_relaunch_line(Some("codex"), &args, &flags).unwrap();
+/// assert_eq!(line.as_str(), "codex resume 019c8bfe-ec25-79e0-97d7-bda6a9c575ff");
+///
+/// assert_eq!(
+///     compose_relaunch_line(None, &args, &flags),
+///     Err(RelaunchLineError::NoLaunchCommand),
+/// );
+/// ```
 pub fn compose_relaunch_line(
-    launch_command: &str,
-    args: &[String],
-    allowed_flags: &[String],
-) -> Result<String, ResumeArgsError> {
-    if args.len() > MAX_RESUME_ARGS {
-        return Err(ResumeArgsError::TooMany { count: args.len() });
-    }
-    for (index, arg) in args.iter().enumerate() {
-        check_arg(index, arg, allowed_flags)?;
-    }
+    launch_command: Option<&str>,
+    resume_args: &[String],
+    allowed_resume_flags: &[String],
+) -> Result<RelaunchLine, RelaunchLineError> {
+    let launch_command = launch_command
+        .filter(|command| !command.trim().is_empty())
+        .ok_or(RelaunchLineError::NoLaunchCommand)?;
+    validate_resume_args(resume_args, allowed_resume_flags)?;
     let mut line = String::with_capacity(
-        launch_command.len() + args.iter().map(|a| a.len() + 1).sum::<usize>(),
+        launch_command.len() + resume_args.iter().map(|arg| arg.len() + 1).sum::<usize>(),
     );
     line.push_str(launch_command);
-    for arg in args {
+    for arg in resume_args {
         line.push(' ');
         line.push_str(arg);
     }
-    Ok(line)
+    Ok(RelaunchLine(line))
 }
 
-fn check_arg(index: usize, arg: &str, allowed_flags: &[String]) -> Result<(), ResumeArgsError> {
-    if arg.is_empty() {
-        return Err(ResumeArgsError::Empty { index });
-    }
-    if arg.len() > MAX_RESUME_ARG_BYTES {
-        return Err(ResumeArgsError::TooLong {
-            index,
-            len: arg.len(),
+fn validate_resume_args(
+    resume_args: &[String],
+    allowed_resume_flags: &[String],
+) -> Result<(), ResumeArgsError> {
+    if resume_args.len() > MAX_RESUME_ARGS {
+        return Err(ResumeArgsError::TooMany {
+            count: resume_args.len(),
+            max: MAX_RESUME_ARGS,
         });
     }
-    if let Some(found) = arg.chars().find(|&c| !is_literal_in_shells(c)) {
-        return Err(ResumeArgsError::ForbiddenCharacter { index, found });
-    }
-    let needs_approval = index == 0 || arg.starts_with('-') || arg.starts_with('/');
-    if needs_approval && !allowed_flags.iter().any(|flag| flag == arg) {
-        return Err(ResumeArgsError::NotAllowed {
-            index,
-            arg: arg.to_owned(),
-        });
+    for (index, arg) in resume_args.iter().enumerate() {
+        if arg.is_empty() {
+            return Err(ResumeArgsError::Empty { index });
+        }
+        if arg.len() > MAX_RESUME_ARG_BYTES {
+            return Err(ResumeArgsError::TooLong {
+                index,
+                len: arg.len(),
+                max: MAX_RESUME_ARG_BYTES,
+            });
+        }
+        if let Some((offset, character)) = arg.char_indices().find(|&(_, c)| !is_literal(c)) {
+            return Err(ResumeArgsError::ForbiddenCharacter {
+                index,
+                offset,
+                character,
+            });
+        }
+        let needs_approval = index == 0 || arg.starts_with(['-', '/']);
+        if needs_approval && !allowed_resume_flags.contains(arg) {
+            return Err(ResumeArgsError::NotAllowed {
+                index,
+                arg: arg.clone(),
+            });
+        }
     }
     Ok(())
 }
 
-fn is_literal_in_shells(c: char) -> bool {
+/// Characters that mean themselves, unquoted, to POSIX shells and to cmd.exe.
+fn is_literal(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/' | '=' | '@' | '+')
 }

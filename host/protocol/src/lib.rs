@@ -29,7 +29,7 @@ mod token;
 pub use codec::{
     DecodeError, EncodeError, decode_command, decode_event, encode_command, encode_event,
 };
-pub use message::{Command, Event, Generation, LogLevel, PaneId};
+pub use message::{Command, Event, Generation, LogLevel};
 #[cfg(feature = "tokio")]
 pub use reader::AsyncLines;
 pub use reader::{BlockingLines, Frame, LineSplitter, READ_CHUNK_BYTES};

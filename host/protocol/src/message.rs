@@ -5,12 +5,6 @@ use crate::Token;
 /// A slot's relaunch counter: starts at 1, +1 per relaunch, saturating.
 pub type Generation = u32;
 
-/// The host's name for one PTY. Allocated once, never reused (a relaunch gets a new one),
-/// used in client messages and never sent to plugins, which see only [`Token`]s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct PaneId(pub u64);
-
 /// Host → plugin messages (SPEC §2.3). Serialised internally tagged by `"event"`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
