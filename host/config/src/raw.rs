@@ -1,0 +1,76 @@
+//! The file's own shape, as serde reads it. Spans are kept where validation needs them.
+
+use std::collections::BTreeMap;
+
+use nightcrow_guard::GuardLimits;
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default)]
+    pub shell: RawShell,
+    #[serde(default)]
+    pub guard: GuardLimits,
+    #[serde(default)]
+    pub web: RawWeb,
+    #[serde(default)]
+    pub startup_command: Vec<RawStartupCommand>,
+    #[serde(default)]
+    pub plugin: Vec<RawPlugin>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawShell {
+    pub program: Option<String>,
+    pub command_args: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWeb {
+    pub bind: Option<Spanned<String>>,
+    pub port: Option<u16>,
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStartupCommand {
+    pub name: Option<String>,
+    pub command: Spanned<String>,
+    pub plugin: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlugin {
+    pub name: Spanned<String>,
+    pub command: Spanned<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub watch_on_signal: bool,
+    #[serde(default)]
+    pub allowed_resume_flags: Vec<String>,
+    pub runtime: Option<Spanned<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub sandbox: RawSandbox,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSandbox {
+    #[serde(default)]
+    pub read_dirs: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub connect: Vec<Spanned<String>>,
+    pub memory_mib: Option<Spanned<u32>>,
+    pub cpu_slice_ms: Option<Spanned<u32>>,
+}

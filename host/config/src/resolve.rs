@@ -1,0 +1,276 @@
+//! Validation and resolution: from the file's shape to what the daemon runs.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use nightcrow_guard::GuardLimits;
+use toml::Spanned;
+
+use crate::raw::{RawConfig, RawPlugin, RawSandbox};
+
+/// Most `[[plugin]]` entries a config may declare.
+pub const MAX_PLUGINS: usize = 8;
+
+/// Builtin plugins the daemon ships (`command = "builtin:<name>"`).
+const BUILTINS: &[&str] = &["nightcrow-recovery"];
+
+/// A whole, valid config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub shell: ShellConfig,
+    pub guard: GuardLimits,
+    pub web: WebConfig,
+    pub startup_commands: Vec<StartupCommand>,
+    pub plugins: Vec<PluginConfig>,
+}
+
+/// `[shell]`; `None` means the platform default (`$SHELL -lc`, `%ComSpec% /C`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShellConfig {
+    pub program: Option<String>,
+    pub command_args: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebConfig {
+    pub bind: String,
+    pub port: u16,
+    /// Argon2 PHC string; the web client refuses to start without one.
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartupCommand {
+    pub name: Option<String>,
+    pub command: String,
+    /// Always the name of a declared plugin.
+    pub plugin: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginConfig {
+    pub name: String,
+    pub command: PluginCommand,
+    pub args: Vec<String>,
+    pub enabled: bool,
+    pub watch_on_signal: bool,
+    pub allowed_resume_flags: Vec<String>,
+    pub runtime: Runtime,
+    /// `[plugin.env]` with `~/` expanded, sorted by key.
+    pub env: Vec<(String, String)>,
+    pub sandbox: SandboxConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginCommand {
+    /// `builtin:<name>`, one of the plugins the daemon embeds.
+    Builtin(String),
+    /// A path (absolute, `~/`-relative, or relative to the config file's folder).
+    Path(PathBuf),
+    /// A bare name: a plugin installed under `~/.nightcrow/plugins/`.
+    Installed(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    Wasm,
+    Native,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    pub read_dirs: Vec<PathBuf>,
+    /// As written; the plugin runtime parses and checks each (loopback only).
+    pub connect: Vec<String>,
+    pub memory_mib: u32,
+    pub cpu_slice_ms: u32,
+}
+
+type Problems = Vec<(Range<usize>, String)>;
+
+pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
+    let mut problems = Problems::new();
+    let mut names = HashSet::new();
+    if raw.plugin.len() > MAX_PLUGINS {
+        problems.push((
+            raw.plugin[MAX_PLUGINS].name.span(),
+            format!(
+                "{} plugins declared, at most {MAX_PLUGINS} allowed",
+                raw.plugin.len()
+            ),
+        ));
+    }
+    let mut plugins = Vec::with_capacity(raw.plugin.len());
+    for plugin in raw.plugin {
+        let name = plugin.name.get_ref().trim();
+        if name.is_empty() {
+            problems.push((plugin.name.span(), "plugin name is blank".to_owned()));
+        } else if !names.insert(name.to_owned()) {
+            problems.push((
+                plugin.name.span(),
+                format!("a plugin named `{name}` is already declared"),
+            ));
+        }
+        if let Some(resolved) = resolve_plugin(plugin, home, &mut problems) {
+            plugins.push(resolved);
+        }
+    }
+    let startup_commands = raw
+        .startup_command
+        .into_iter()
+        .map(|entry| {
+            if entry.command.get_ref().trim().is_empty() {
+                problems.push((entry.command.span(), "startup command is blank".to_owned()));
+            }
+            if let Some(plugin) = &entry.plugin
+                && !names.contains(plugin.get_ref().as_str())
+            {
+                problems.push((
+                    plugin.span(),
+                    format!("no [[plugin]] is named `{}`", plugin.get_ref()),
+                ));
+            }
+            StartupCommand {
+                name: entry.name,
+                command: entry.command.into_inner(),
+                plugin: entry.plugin.map(Spanned::into_inner),
+            }
+        })
+        .collect();
+    let web = WebConfig {
+        bind: raw
+            .web
+            .bind
+            .map_or_else(|| "127.0.0.1".to_owned(), Spanned::into_inner),
+        port: raw.web.port.unwrap_or(8091),
+        password_hash: raw.web.password_hash,
+    };
+    if !problems.is_empty() {
+        problems.sort_by_key(|(span, _)| span.start);
+        return Err(problems);
+    }
+    Ok(Config {
+        shell: ShellConfig {
+            program: raw.shell.program,
+            command_args: raw.shell.command_args,
+        },
+        guard: raw.guard,
+        web,
+        startup_commands,
+        plugins,
+    })
+}
+
+fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Option<PluginConfig> {
+    let command = plugin_command(&plugin.command, home, problems)?;
+    let runtime = match plugin
+        .runtime
+        .as_ref()
+        .map(|r| (r.get_ref().as_str(), r.span()))
+    {
+        None | Some(("wasm", _)) => Runtime::Wasm,
+        Some(("native", span)) => {
+            if matches!(command, PluginCommand::Builtin(_)) {
+                problems.push((span, "builtin plugins run only as wasm".to_owned()));
+            }
+            Runtime::Native
+        }
+        Some((other, span)) => {
+            problems.push((
+                span,
+                format!("runtime `{other}` is unknown; use \"wasm\" or \"native\""),
+            ));
+            return None;
+        }
+    };
+    Some(PluginConfig {
+        name: plugin.name.get_ref().trim().to_owned(),
+        command,
+        args: plugin.args,
+        enabled: plugin.enabled,
+        watch_on_signal: plugin.watch_on_signal,
+        allowed_resume_flags: plugin.allowed_resume_flags,
+        runtime,
+        env: plugin
+            .env
+            .into_iter()
+            .map(|(key, value)| (key, expand_home(&value, home)))
+            .collect(),
+        sandbox: sandbox(plugin.sandbox, home, problems),
+    })
+}
+
+fn plugin_command(
+    command: &Spanned<String>,
+    home: &Path,
+    problems: &mut Problems,
+) -> Option<PluginCommand> {
+    let text = command.get_ref().trim();
+    if let Some(name) = text.strip_prefix("builtin:") {
+        if BUILTINS.contains(&name) {
+            return Some(PluginCommand::Builtin(name.to_owned()));
+        }
+        problems.push((
+            command.span(),
+            format!(
+                "there is no builtin plugin `{name}`; builtins: {}",
+                BUILTINS.join(", ")
+            ),
+        ));
+        return None;
+    }
+    if text.is_empty() {
+        problems.push((command.span(), "plugin command is blank".to_owned()));
+        return None;
+    }
+    if text.contains('/') || text.contains('\\') || text.starts_with('~') {
+        return Some(PluginCommand::Path(PathBuf::from(expand_home(text, home))));
+    }
+    Some(PluginCommand::Installed(text.to_owned()))
+}
+
+fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> SandboxConfig {
+    let mut positive = |value: Option<Spanned<u32>>, default: u32, key: &str| match value {
+        Some(value) if *value.get_ref() == 0 => {
+            problems.push((value.span(), format!("{key} must be at least 1")));
+            default
+        }
+        Some(value) => value.into_inner(),
+        None => default,
+    };
+    let memory_mib = positive(raw.memory_mib, 64, "memory_mib");
+    let cpu_slice_ms = positive(raw.cpu_slice_ms, 200, "cpu_slice_ms");
+    let mut read_dirs = Vec::with_capacity(raw.read_dirs.len());
+    for dir in raw.read_dirs {
+        let path = PathBuf::from(expand_home(dir.get_ref(), home));
+        if path.is_absolute() {
+            read_dirs.push(path);
+        } else {
+            problems.push((
+                dir.span(),
+                format!(
+                    "read_dirs entry `{}` must be absolute or start with ~/",
+                    dir.get_ref()
+                ),
+            ));
+        }
+    }
+    SandboxConfig {
+        read_dirs,
+        connect: raw.connect.into_iter().map(Spanned::into_inner).collect(),
+        memory_mib,
+        cpu_slice_ms,
+    }
+}
+
+/// Expands a leading `~/` (or a lone `~`) to `home`.
+fn expand_home(text: &str, home: &Path) -> String {
+    if text == "~" {
+        return home.to_string_lossy().into_owned();
+    }
+    match text.strip_prefix("~/") {
+        Some(rest) => home.join(rest).to_string_lossy().into_owned(),
+        None => text.to_owned(),
+    }
+}

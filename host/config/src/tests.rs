@@ -1,0 +1,218 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+const HOME: &str = "/home/a";
+
+fn parse_text(text: &str) -> Result<Config, ConfigErrors> {
+    parse(Path::new("config.toml"), text, Path::new(HOME))
+}
+
+/// Asserts that `text` is refused with exactly `expected` (`line:column: message` each).
+#[track_caller]
+fn check_errors(text: &str, expected: &[&str]) {
+    let errors = parse_text(text).expect_err("config accepted");
+    let shown: Vec<String> = errors
+        .0
+        .iter()
+        .map(|e| format!("{}:{}: {}", e.line, e.column, e.message))
+        .collect();
+    assert_eq!(shown, expected);
+}
+
+const STARTER: &str = r#"
+[[startup_command]]
+name = "codex"
+command = "codex"
+plugin = "nightcrow-recovery"
+
+[[plugin]]
+name = "nightcrow-recovery"
+command = "builtin:nightcrow-recovery"
+enabled = false
+allowed_resume_flags = ["resume", "--session"]
+[plugin.env]
+CODEX_HOME = "~/.codex"
+[plugin.sandbox]
+read_dirs = ["~/.codex/sessions"]
+connect = ["127.0.0.1:4096"]
+"#;
+
+#[test]
+fn the_documented_plugin_block_parses_and_resolves() {
+    let config = parse_text(STARTER).unwrap();
+    let plugin = &config.plugins[0];
+    assert_eq!(plugin.name, "nightcrow-recovery");
+    assert_eq!(
+        plugin.command,
+        PluginCommand::Builtin("nightcrow-recovery".into())
+    );
+    assert_eq!(plugin.runtime, Runtime::Wasm);
+    assert!(!plugin.enabled && !plugin.watch_on_signal);
+    assert_eq!(plugin.allowed_resume_flags, ["resume", "--session"]);
+    assert_eq!(
+        plugin.env,
+        [("CODEX_HOME".to_owned(), "/home/a/.codex".to_owned())]
+    );
+    assert_eq!(
+        plugin.sandbox.read_dirs,
+        [PathBuf::from("/home/a/.codex/sessions")]
+    );
+    assert_eq!(plugin.sandbox.connect, ["127.0.0.1:4096"]);
+    assert_eq!(
+        (plugin.sandbox.memory_mib, plugin.sandbox.cpu_slice_ms),
+        (64, 200)
+    );
+    assert_eq!(
+        config.startup_commands[0].plugin.as_deref(),
+        Some("nightcrow-recovery")
+    );
+    assert_eq!(config.guard, GuardLimits::default());
+    assert_eq!(
+        (config.web.bind.as_str(), config.web.port),
+        ("127.0.0.1", 8091)
+    );
+}
+
+#[test]
+fn an_empty_file_is_a_valid_config_with_defaults() {
+    let config = parse_text("").unwrap();
+    assert!(config.plugins.is_empty() && config.startup_commands.is_empty());
+    assert_eq!(config.shell, ShellConfig::default());
+}
+
+#[test]
+fn unknown_keys_name_their_position_and_a_likely_spelling() {
+    check_errors(
+        "[[plugin]]\nname = \"p\"\ncomand = \"x\"\n",
+        &[
+            "3:1: unknown field `comand`, expected one of `name`, `command`, `args`, `enabled`, `watch_on_signal`, `allowed_resume_flags`, `runtime`, `env`, `sandbox`; did you mean `command`?",
+        ],
+    );
+    check_errors(
+        "[shel]\nprogram = \"/bin/zsh\"\n",
+        &[
+            "1:2: unknown field `shel`, expected one of `shell`, `guard`, `web`, `startup_command`, `plugin`; did you mean `shell`?",
+        ],
+    );
+    // Nothing close: no guess.
+    check_errors(
+        "[web]\nzzzzzz = 1\n",
+        &["2:1: unknown field `zzzzzz`, expected one of `bind`, `port`, `password_hash`"],
+    );
+}
+
+#[test]
+fn type_errors_and_syntax_errors_are_positioned() {
+    check_errors(
+        "[[plugin]]\nname = \"p\"\ncommand = \"x.wasm\"\nenabled = \"yes\"\n",
+        &["4:11: invalid type: string \"yes\", expected a boolean"],
+    );
+    let errors = parse_text("[[plugin]\n").unwrap_err();
+    assert_eq!((errors.0[0].line, errors.0[0].column), (1, 10), "{errors}");
+}
+
+#[test]
+fn every_validation_error_is_reported_in_file_order() {
+    check_errors(
+        r#"
+[[startup_command]]
+command = "codex"
+plugin = "recovery"
+
+[[plugin]]
+name = "p"
+command = "builtin:nope"
+
+[[plugin]]
+name = "p"
+command = "a.wasm"
+runtime = "docker"
+
+[[plugin]]
+name = "  "
+command = "b.wasm"
+[plugin.sandbox]
+read_dirs = ["relative/dir"]
+memory_mib = 0
+"#,
+        &[
+            "4:10: no [[plugin]] is named `recovery`",
+            "8:11: there is no builtin plugin `nope`; builtins: nightcrow-recovery",
+            "11:8: a plugin named `p` is already declared",
+            "13:11: runtime `docker` is unknown; use \"wasm\" or \"native\"",
+            "16:8: plugin name is blank",
+            "19:14: read_dirs entry `relative/dir` must be absolute or start with ~/",
+            "20:14: memory_mib must be at least 1",
+        ],
+    );
+}
+
+#[test]
+fn at_most_eight_plugins() {
+    let nine: String = (0..9)
+        .map(|i| format!("[[plugin]]\nname = \"p{i}\"\ncommand = \"p{i}.wasm\"\n"))
+        .collect();
+    check_errors(&nine, &["26:8: 9 plugins declared, at most 8 allowed"]);
+    let eight: String = (0..8)
+        .map(|i| format!("[[plugin]]\nname = \"p{i}\"\ncommand = \"p{i}.wasm\"\n"))
+        .collect();
+    assert_eq!(parse_text(&eight).unwrap().plugins.len(), 8);
+}
+
+#[test]
+fn plugin_commands_are_builtins_paths_or_installed_names() {
+    let config = parse_text(
+        "[[plugin]]\nname = \"a\"\ncommand = \"~/p/a.wasm\"\n\
+         [[plugin]]\nname = \"b\"\ncommand = \"adapter\"\n\
+         [[plugin]]\nname = \"c\"\ncommand = \"/opt/c\"\nruntime = \"native\"\n",
+    )
+    .unwrap();
+    let commands: Vec<_> = config
+        .plugins
+        .iter()
+        .map(|p| (&p.command, p.runtime))
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            (
+                &PluginCommand::Path("/home/a/p/a.wasm".into()),
+                Runtime::Wasm
+            ),
+            (&PluginCommand::Installed("adapter".into()), Runtime::Wasm),
+            (&PluginCommand::Path("/opt/c".into()), Runtime::Native),
+        ]
+    );
+    check_errors(
+        "[[plugin]]\nname = \"r\"\ncommand = \"builtin:nightcrow-recovery\"\nruntime = \"native\"\n",
+        &["4:11: builtin plugins run only as wasm"],
+    );
+}
+
+#[test]
+fn guard_limits_are_validated_by_the_guard() {
+    let config = parse_text("[guard]\nmax_sends_per_window = 2\n").unwrap();
+    assert_ne!(config.guard, GuardLimits::default());
+    let errors = parse_text("[guard]\nwindow_secs = 0\n").unwrap_err();
+    assert_eq!(errors.0[0].line, 1, "{errors}");
+}
+
+#[test]
+fn a_missing_file_is_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let errors = load(&path, Path::new(HOME)).unwrap_err();
+    assert!(
+        errors
+            .to_string()
+            .starts_with(&format!("{}: cannot read the config file", path.display())),
+        "{errors}"
+    );
+}
+
+#[test]
+fn errors_display_as_path_line_column() {
+    let errors = parse_text("[[plugin]]\nname = \"\"\ncommand = \"x.wasm\"\n").unwrap_err();
+    assert_eq!(errors.to_string(), "config.toml:2:8: plugin name is blank");
+}
