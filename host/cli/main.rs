@@ -1,23 +1,100 @@
 //! The `nightcrow` binary: daemon, CLI and TUI client in one program.
 //!
-//! Only the argument surface exists so far; the daemon, `demo` and the clients arrive with
-//! the hub and daemon layers (see `docs/ARCHITECTURE.md`).
+//! Only `init` exists so far; the daemon, `demo` and the clients arrive with the hub and
+//! daemon layers (see `docs/ARCHITECTURE.md`).
 #![forbid(unsafe_code)]
 
-use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// Terminal session daemon with a sandboxed WebAssembly plugin host for AI coding CLIs.
 ///
 /// Speaks plugin protocol v3. Panes, the daemon and `nightcrow demo` are not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "nightcrow", version, about, long_about = None)]
-struct Cli {}
+struct Cli {
+    /// Config file to use instead of `$NIGHTCROW_HOME/config.toml`.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Action>,
+}
 
-fn main() {
-    let Cli {} = Cli::parse();
-    println!(
-        "nightcrow {} (plugin protocol v{}): the daemon is not built yet; see README.md",
-        env!("CARGO_PKG_VERSION"),
-        nightcrow_protocol::PROTOCOL_VERSION
-    );
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// Write a commented starter config (the bundled plugin declared, disabled).
+    Init {
+        /// Replace an existing config file.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Action::Init { force }) => {
+            config_path(cli.config.as_deref()).and_then(|path| init(&path, force))
+        }
+        None => Err(format!(
+            "nightcrow {} (plugin protocol v{}): the daemon is not built yet; see README.md",
+            env!("CARGO_PKG_VERSION"),
+            nightcrow_protocol::PROTOCOL_VERSION
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--config`, else `$NIGHTCROW_HOME/config.toml`, else `~/.nightcrow/config.toml`.
+fn config_path(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(path) = explicit {
+        return Ok(path.to_owned());
+    }
+    if let Some(home) = std::env::var_os("NIGHTCROW_HOME") {
+        return Ok(PathBuf::from(home).join("config.toml"));
+    }
+    let user_home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+        .ok_or("cannot find your home directory; set NIGHTCROW_HOME")?;
+    Ok(PathBuf::from(user_home)
+        .join(".nightcrow")
+        .join("config.toml"))
+}
+
+fn init(path: &Path, force: bool) -> Result<(), String> {
+    if path.exists() && !force {
+        return Err(format!(
+            "{} already exists; pass --force to replace it",
+            path.display()
+        ));
+    }
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(folder) = folder {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+    }
+    // Written whole or not at all: a temp file beside it, then a rename.
+    let temp = path.with_extension("toml.tmp");
+    write_private(&temp, nightcrow_config::STARTER_CONFIG)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Creates `path` readable by its owner only: the config may hold the web password hash.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
 }

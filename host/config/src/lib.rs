@@ -24,6 +24,10 @@ pub use resolve::{
     StartupCommand, WebConfig,
 };
 
+/// The commented starter file `nightcrow init` writes; it parses to a valid config with the
+/// bundled plugin declared and disabled.
+pub const STARTER_CONFIG: &str = include_str!("starter.toml");
+
 /// One problem in a config file, positioned at the key or value it is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {

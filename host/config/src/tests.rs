@@ -216,3 +216,13 @@ fn errors_display_as_path_line_column() {
     let errors = parse_text("[[plugin]]\nname = \"\"\ncommand = \"x.wasm\"\n").unwrap_err();
     assert_eq!(errors.to_string(), "config.toml:2:8: plugin name is blank");
 }
+
+#[test]
+fn the_starter_file_is_valid_and_enables_nothing() {
+    let config = parse_text(STARTER_CONFIG).unwrap();
+    assert_eq!(config.plugins.len(), 1);
+    assert!(!config.plugins[0].enabled);
+    assert!(config.startup_commands.is_empty());
+    assert_eq!(config.guard, GuardLimits::default());
+    assert_eq!(config.plugins[0].sandbox.connect, ["127.0.0.1:4096"]);
+}

@@ -1,0 +1,52 @@
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn nightcrow(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nightcrow"))
+        .args(args)
+        .env("NIGHTCROW_HOME", home)
+        .env_remove("NIGHTCROW_LOG")
+        .output()
+        .expect("the nightcrow binary runs")
+}
+
+#[test]
+fn init_writes_a_private_valid_starter_and_never_overwrites_silently() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("config.toml");
+
+    let first = nightcrow(home.path(), &["init"]);
+    assert!(first.status.success(), "{first:?}");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(written, nightcrow_config::STARTER_CONFIG);
+    nightcrow_config::load(&path, home.path()).expect("the starter parses");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    std::fs::write(&path, "# mine\n").unwrap();
+    let second = nightcrow(home.path(), &["init"]);
+    assert!(!second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("pass --force"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n");
+
+    let forced = nightcrow(home.path(), &["init", "--force"]);
+    assert!(forced.status.success(), "{forced:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+}
+
+#[test]
+fn an_explicit_config_path_wins_over_nightcrow_home() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = home.path().join("nested/dir/custom.toml");
+    let output = nightcrow(
+        home.path(),
+        &["init", "--config", elsewhere.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert!(elsewhere.exists());
+    assert!(!home.path().join("config.toml").exists());
+}
