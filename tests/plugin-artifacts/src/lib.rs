@@ -1,1 +1,15 @@
-//! Placeholder: this crate is being written.
+//! Paths of the test guests of `tests/plugins`, built from source by this crate's build
+//! script: `<NAME>_WASM` (a wasm32-wasip2 component) and `<NAME>_NATIVE` (an executable for
+//! the host) per guest, plus `FOREIGN_IMPORT_WASM`, a component that imports an interface
+//! outside the plugin world.
+//!
+//! **Invariant:** [`foreach_guest!`] names every artifact, so a test module that expands it
+//! with an "a test of this name exists" macro fails to compile when a guest has no test.
+//!
+//! ```
+//! assert!(std::path::Path::new(nightcrow_test_plugin_artifacts::ECHO_WASM).is_file());
+//! assert!(std::path::Path::new(nightcrow_test_plugin_artifacts::ECHO_NATIVE).is_file());
+//! ```
+#![forbid(unsafe_code)]
+
+include!(concat!(env!("OUT_DIR"), "/guests.rs"));
