@@ -20,7 +20,7 @@ fn main() {
                 .expect("fits")
                 .as_bytes(),
         );
-        if n % 64 == 0 || n == count {
+        if n.is_multiple_of(64) || n == count {
             write_raw(&batch);
             batch.clear();
         }

@@ -10,8 +10,8 @@ fn main() {
     let mut hoard: Vec<Vec<u8>> = Vec::new();
     while hoard.len() * STEP < 1 << 30 {
         hoard.push(vec![0xA5; STEP]);
-        let mib = hoard.len() * STEP >> 20;
-        if mib % 16 == 0 {
+        let mib = (hoard.len() * STEP) >> 20;
+        if mib.is_multiple_of(16) {
             log(LogLevel::Info, format!("memory_bomb: holding {mib} MiB"));
         }
     }
