@@ -22,42 +22,46 @@ fn main() {
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     let foreign = foreign_import_component(&out_dir);
 
+    // (name, wasm path, native path) of every artifact, the foreign component last.
+    let mut artifacts: Vec<(&str, &Path, Option<&Path>)> = wasm
+        .iter()
+        .zip(&native)
+        .map(|(wasm, native)| {
+            (
+                wasm.name.as_str(),
+                wasm.path.as_path(),
+                Some(native.path.as_path()),
+            )
+        })
+        .collect();
+    artifacts.push(("foreign_import", &foreign, None));
+
     let mut code = String::new();
-    let mut constant = |name: &str, suffix: &str, what: &str, path: &Path| {
+    let mut invocations = String::new();
+    for (name, wasm, native) in artifacts {
+        let upper = name.to_uppercase();
+        let native_const = match native {
+            Some(path) => {
+                writeln!(
+                    code,
+                    "/// `{name}` as a native executable.\npub const {upper}_NATIVE: &str = {:?};",
+                    utf8(path)
+                )
+                .expect("writing to a String");
+                format!("Some({upper}_NATIVE)")
+            }
+            None => "None".to_owned(),
+        };
         writeln!(
             code,
-            "/// `{name}` {what}.\npub const {}_{suffix}: &str = {:?};",
-            name.to_uppercase(),
-            path.to_str().expect("artifact paths are UTF-8")
+            "/// `{name}` as a wasm32-wasip2 component.\npub const {upper}_WASM: &str = {:?};\n\
+             /// The `{name}` guest.\npub const {upper}: Guest = Guest {{ name: {name:?}, \
+             wasm: {upper}_WASM, native: {native_const} }};",
+            utf8(wasm)
         )
         .expect("writing to a String");
-    };
-    for (wasm, native) in wasm.iter().zip(&native) {
-        constant(
-            &wasm.name,
-            "WASM",
-            "as a wasm32-wasip2 component",
-            &wasm.path,
-        );
-        constant(
-            &native.name,
-            "NATIVE",
-            "as a native executable",
-            &native.path,
-        );
+        writeln!(invocations, "        $macro!({name});").expect("writing to a String");
     }
-    constant(
-        "foreign_import",
-        "WASM",
-        "as a component (wasm only: natively nothing is foreign)",
-        &foreign,
-    );
-    let invocations: String = names(&wasm)
-        .iter()
-        .map(String::as_str)
-        .chain(["foreign_import"])
-        .map(|name| format!("        $macro!({name});\n"))
-        .collect();
     write!(
         code,
         "/// Invokes `$macro!(name)` once per guest, so a test module can require a test for each.
@@ -70,6 +74,10 @@ macro_rules! foreach_guest {{
     )
     .expect("writing to a String");
     std::fs::write(out_dir.join("guests.rs"), code).expect("OUT_DIR is writable");
+}
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("artifact paths are UTF-8")
 }
 
 /// The one guest that cannot be written in Rust without a bindings generator: a component
