@@ -69,6 +69,7 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
         "building guest package {package} for {triple} failed"
     );
 
+    let mut package_dirs = std::collections::BTreeSet::new();
     let mut guests: Vec<Guest> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
@@ -84,6 +85,10 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
                 .is_some_and(|id| names_package(id, package))
         })
         .filter_map(|message| {
+            // Dep-info names the sources of the binaries that exist; a new `src/bin/*.rs`
+            // (or a manifest edit) shows only as a change somewhere in the package directory.
+            let manifest = Path::new(message["manifest_path"].as_str()?);
+            package_dirs.insert(manifest.parent()?.to_path_buf());
             let path = PathBuf::from(message["executable"].as_str()?);
             Some(Guest {
                 name: message["target"]["name"].as_str()?.to_owned(),
@@ -91,6 +96,9 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
             })
         })
         .collect();
+    for dir in &package_dirs {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
     for guest in &guests {
         emit_rerun_lines(&guest.path.with_extension("d"));
     }
