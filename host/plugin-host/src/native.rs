@@ -1,0 +1,187 @@
+//! The native runtime: a trusted child process on the same protocol, with piped stdio only,
+//! that cannot outlive the daemon.
+
+use std::process::Stdio;
+
+use tokio::process::{Child, Command};
+
+use crate::process::{BoxFuture, ExitCause, Launched, PluginProcess};
+use crate::spec::{PluginSource, PluginSpec};
+use crate::{RUNTIME_DIR_VAR, StartError};
+
+/// Spawns the child. Environment: `[plugin.env]` only, like a wasm guest, plus the runtime
+/// dir (and on Windows `SystemRoot`, without which system DLLs fail to initialise).
+pub(crate) fn launch(spec: &PluginSpec) -> Result<Launched, StartError> {
+    let PluginSource::Path(path) = &spec.source else {
+        return Err(StartError::NativeBuiltin {
+            plugin: spec.source.to_string(),
+        });
+    };
+    let mut command = Command::new(path);
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(
+            spec.env
+                .iter()
+                .filter(|(key, _)| key != RUNTIME_DIR_VAR)
+                .map(|(k, v)| (k, v)),
+        )
+        .env(RUNTIME_DIR_VAR, &spec.runtime_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(windows)]
+    {
+        /// `CREATE_NO_WINDOW`: the child gets no console window.
+        const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+        command.creation_flags(CREATE_NO_WINDOW);
+        if let Some(root) = std::env::var_os("SystemRoot") {
+            command.env("SystemRoot", root);
+        }
+    }
+    #[cfg(unix)]
+    {
+        // Its own process group: a kill reaches anything it spawned, and a terminal's
+        // job-control signals aimed at the daemon do not reach it.
+        command.process_group(0);
+    }
+    #[cfg(target_os = "linux")]
+    die_with_parent(&mut command);
+    let mut child = command.spawn().map_err(|error| StartError::Spawn {
+        path: path.clone(),
+        message: error.to_string(),
+    })?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        unreachable!("all three stdio streams were configured as piped");
+    };
+    Ok(Launched {
+        stdin: Box::new(stdin),
+        stdout: Box::new(stdout),
+        stderr: Box::new(stderr),
+        process: Box::new(NativeProcess { child, ended: None }),
+    })
+}
+
+/// `PR_SET_PDEATHSIG`: the kernel sends SIGKILL to the child when the thread that spawned
+/// it ends, which covers `kill -9` of the daemon. (The spawning thread is a runtime worker
+/// thread, which lives as long as the daemon's runtime.)
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id();
+    let set_death_signal = move || {
+        // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid are async-signal-safe and touch no
+        // memory of ours, which is all a pre_exec closure may do between fork and exec.
+        let (status, current_parent) = unsafe {
+            (
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ),
+                libc::getppid(),
+            )
+        };
+        if status != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The daemon may have died between fork and prctl; then no signal will come.
+        if u32::try_from(current_parent).ok() != Some(parent) {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: the closure only makes the async-signal-safe calls described above and
+    // allocates nothing on its success path.
+    unsafe {
+        command.pre_exec(set_death_signal);
+    }
+}
+
+struct NativeProcess {
+    child: Child,
+    ended: Option<ExitCause>,
+}
+
+impl NativeProcess {
+    fn cause(status: std::io::Result<std::process::ExitStatus>) -> ExitCause {
+        let status = match status {
+            Ok(status) => status,
+            Err(error) => {
+                return ExitCause::Trapped {
+                    message: format!("waiting for the child failed: {error}"),
+                };
+            }
+        };
+        if let Some(code) = status.code() {
+            return ExitCause::Exited { code };
+        }
+        #[cfg(unix)]
+        if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+            return ExitCause::Signalled { signal };
+        }
+        ExitCause::Trapped {
+            message: format!("child ended: {status}"),
+        }
+    }
+
+    #[cfg(unix)]
+    fn kill_group(&self) {
+        if let Some(pid) = self
+            .child
+            .id()
+            .and_then(|pid| libc::pid_t::try_from(pid).ok())
+        {
+            // SAFETY: killpg takes plain integers and touches no memory. The group id is the
+            // child's pid (`process_group(0)`), and the child is not reaped yet, so the id
+            // cannot have been reused by an unrelated group.
+            unsafe {
+                libc::killpg(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl PluginProcess for NativeProcess {
+    fn wait(&mut self) -> BoxFuture<'_, ExitCause> {
+        Box::pin(async move {
+            if self.ended.is_none() {
+                self.ended = Some(NativeProcess::cause(self.child.wait().await));
+            }
+            self.ended.clone().unwrap_or(ExitCause::Killed)
+        })
+    }
+
+    fn kill(&mut self) -> BoxFuture<'_, ExitCause> {
+        Box::pin(async move {
+            if let Some(cause) = &self.ended {
+                return cause.clone();
+            }
+            #[cfg(unix)]
+            self.kill_group();
+            let _ = self.child.start_kill();
+            let status = self.child.wait().await;
+            let cause = match NativeProcess::cause(status) {
+                ExitCause::Signalled { .. } | ExitCause::Trapped { .. } => ExitCause::Killed,
+                ended_by_itself => ended_by_itself,
+            };
+            self.ended = Some(cause.clone());
+            cause
+        })
+    }
+}
+
+impl Drop for NativeProcess {
+    fn drop(&mut self) {
+        // `kill_on_drop` ends the child; this also ends what it spawned.
+        #[cfg(unix)]
+        if self.ended.is_none() {
+            self.kill_group();
+        }
+    }
+}
