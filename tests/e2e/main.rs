@@ -1,5 +1,15 @@
-//! End-to-end tests of the `nightcrow` binary and its layers, in one test binary (one link).
+//! End-to-end tests of the `nightcrow` binary and its layers, in one test binary so that it
+//! links once (STYLE item 2).
 //!
-//! - `cli`: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
+//! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
+//! - [`util`]: the plugin harness — one shared
+//!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
+//!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of
+//!   `tests/plugins`, a tracing capture to assert what the host logged, the companion echo
+//!   plugin that proves the host stays responsive, and RSS readings.
+//! - [`hostile`]: the hostile-plugin suite (SPEC §10, issue 5): every guest of
+//!   `tests/plugins` misbehaving in one way, each case run on both runtimes where it applies.
 
 mod cli;
+mod hostile;
+mod util;
