@@ -444,3 +444,342 @@ impl PaneMachine {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    const T0: i64 = 1_796_227_800_000;
+    const TOKEN: &str = "4f1c00000000000000000000000000e2";
+
+    /// A provider double the test scripts: observations queued for the next call, fixed
+    /// resume args. The state machine is the unit under test here, not an adapter.
+    #[derive(Default)]
+    struct Script {
+        pending: Vec<Observation>,
+        resume_args: Option<Vec<String>>,
+        attention_after_resume: bool,
+    }
+
+    struct Scripted(Rc<RefCell<Script>>);
+
+    impl Adapter for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn next_poll(&self) -> Option<Duration> {
+            None
+        }
+        fn poll(&mut self, _: Now, sink: &mut Sink) {
+            self.exited(Now { mono: Duration::ZERO, wall_ms: 0 }, sink);
+        }
+        fn exited(&mut self, _: Now, sink: &mut Sink) {
+            for observation in self.0.borrow_mut().pending.drain(..) {
+                sink.observe(observation);
+            }
+        }
+        fn relaunched(&mut self, now: Now, sink: &mut Sink) {
+            self.exited(now, sink);
+        }
+        fn resume_args(&self) -> Option<Vec<String>> {
+            self.0.borrow().resume_args.clone()
+        }
+        fn attention_after_resume(&self) -> bool {
+            self.0.borrow().attention_after_resume
+        }
+    }
+
+    /// A pane plus a clock: each step returns the commands it produced, logs left out.
+    struct Rig {
+        machine: PaneMachine,
+        script: Rc<RefCell<Script>>,
+        now: Now,
+    }
+
+    impl Rig {
+        fn new() -> Rig {
+            let script = Rc::new(RefCell::new(Script {
+                resume_args: Some(vec!["resume".into(), "01a23785-4104-78f1-b4f0-247bed73e273".into()]),
+                ..Script::default()
+            }));
+            let token = Token::parse(TOKEN).expect("valid token");
+            Rig {
+                machine: PaneMachine::new(token, 1, Box::new(Scripted(script.clone()))),
+                script,
+                now: Now { mono: Duration::from_secs(1000), wall_ms: T0 },
+            }
+        }
+
+        /// Advances both clocks by `secs` (and the wall clock by `jump_ms` more), ticks.
+        fn advance(&mut self, secs: u64, jump_ms: i64) -> Vec<String> {
+            self.now.mono += Duration::from_secs(secs);
+            self.now.wall_ms += secs as i64 * 1000 + jump_ms;
+            self.step(|m, now, out| m.tick(now, out))
+        }
+
+        /// Queues observations and delivers them (the adapter's next poll).
+        fn observe(&mut self, observations: Vec<Observation>) -> Vec<String> {
+            self.script.borrow_mut().pending = observations;
+            self.step(|m, now, out| {
+                let mut sink = Sink::default();
+                m.adapter.poll(now, &mut sink);
+                m.absorb(sink, now, out);
+            })
+        }
+
+        fn exit(&mut self) -> Vec<String> {
+            let generation = self.machine.generation();
+            self.step(|m, now, out| m.exited(generation, now, out))
+        }
+
+        fn open(&mut self, generation: Generation) -> (Opened, Vec<String>) {
+            let mut opened = Opened::Stale;
+            let lines = self.step(|m, now, out| opened = m.opened(generation, now, out));
+            (opened, lines)
+        }
+
+        fn step(&mut self, act: impl FnOnce(&mut PaneMachine, Now, &mut Vec<Command>)) -> Vec<String> {
+            let mut out = Vec::new();
+            act(&mut self.machine, self.now, &mut out);
+            out.into_iter().filter_map(describe).collect()
+        }
+    }
+
+    /// A compact, readable form of a command for table assertions.
+    fn describe(command: Command) -> Option<String> {
+        Some(match command {
+            Command::Status { state, detail, deadline_epoch, attempt, generation, .. } => {
+                let mut text = format!("g{generation} {state}");
+                if let Some(detail) = detail {
+                    text += &format!(" ({detail})");
+                }
+                if let Some(deadline) = deadline_epoch {
+                    text += &format!(" @{}", deadline - T0 / 1000);
+                }
+                if attempt > 0 {
+                    text += &format!(" #{attempt}");
+                }
+                text
+            }
+            Command::Relaunch { generation, resume_args, .. } => {
+                format!("g{generation} relaunch {}", resume_args.join(" "))
+            }
+            Command::Attention { generation, .. } => format!("g{generation} attention"),
+            Command::Log { .. } => return None,
+            Command::SendInput { .. } | Command::WatchPane { .. } => unreachable!("never sent"),
+        })
+    }
+
+    fn limit(reset_in_secs: Option<i64>) -> Vec<Observation> {
+        vec![Observation::LimitHit { reset_epoch: reset_in_secs.map(|s| T0 / 1000 + s) }]
+    }
+
+    #[test]
+    fn a_live_pane_at_a_known_limit_is_called_back_when_the_wait_is_over() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(limit(Some(600))),
+            ["g1 limit_detected (usage limit) @600", "g1 waiting_for_reset (usage limit) @630"]
+        );
+        // The same limit read again changes nothing.
+        assert!(rig.observe(limit(Some(600))).is_empty());
+        assert!(rig.advance(629, 0).is_empty());
+        assert_eq!(
+            rig.advance(1, 0),
+            ["g1 needs_attention (limit reset; continue the session)", "g1 attention"]
+        );
+        assert!(rig.advance(600, 0).is_empty(), "called once");
+        // The person types: the episode ends.
+        let mut out = Vec::new();
+        rig.machine.cancelled_by_person(1, &mut out);
+        assert_eq!(out.into_iter().filter_map(describe).collect::<Vec<_>>(), ["g1 idle (cancelled)"]);
+    }
+
+    #[test]
+    fn an_exited_pane_is_relaunched_and_confirmed_by_its_new_generation() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(600)));
+        assert!(rig.exit().is_empty(), "waits on");
+        assert_eq!(
+            rig.advance(630, 0),
+            [
+                "g1 ready_to_resume (limit reset)",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
+                "g1 resuming (resuming session) #1",
+            ]
+        );
+        let (opened, lines) = rig.open(2);
+        assert_eq!(opened, Opened::Resumed);
+        // The reset time was known: attempts start over.
+        assert_eq!(lines, ["g2 idle (resumed)"]);
+        assert!(rig.advance(200, 0).is_empty(), "no confirm timeout after confirmation");
+    }
+
+    #[test]
+    fn an_exit_after_the_wait_ended_relaunches_at_once() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(0)));
+        rig.advance(30, 0);
+        assert_eq!(
+            rig.exit(),
+            [
+                "g1 ready_to_resume (limit reset)",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
+                "g1 resuming (resuming session) #1",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_reset_time_it_backs_off_and_gives_up_after_four_attempts() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(limit(None)),
+            ["g1 limit_detected (usage limit)", "g1 backoff (usage limit; no reset time)"]
+        );
+        rig.exit();
+        let mut transcript = Vec::new();
+        // 30 s backoff, relaunch #1, no confirmation in 90 s, 60 s backoff, #2, ...
+        let mut wait = 30;
+        for attempt in 1..=4 {
+            assert!(rig.advance(wait - 1, 0).is_empty(), "attempt {attempt} not before {wait} s");
+            transcript.extend(rig.advance(1, 0));
+            assert!(rig.advance(89, 0).is_empty());
+            transcript.extend(rig.advance(1, 0));
+            wait *= 2;
+        }
+        let relaunches = transcript.iter().filter(|line| line.contains(" relaunch resume ")).count();
+        assert_eq!(relaunches, 4);
+        assert_eq!(transcript[2], "g1 resuming (resuming session) #1");
+        assert_eq!(transcript[3], "g1 backoff (relaunch not confirmed) #1");
+        assert_eq!(transcript.last().expect("lines"), "g1 backoff (relaunch not confirmed) #4");
+        assert!(rig.advance(wait - 1, 0).is_empty(), "the fifth wait is {wait} s");
+        assert_eq!(
+            rig.advance(1, 0),
+            ["g1 needs_attention (resume attempts used up) #4", "g1 attention"]
+        );
+        assert!(rig.advance(3600, 0).is_empty(), "nothing more");
+    }
+
+    #[test]
+    fn confirmation_keeps_attempts_when_no_reset_time_was_known() {
+        let mut rig = Rig::new();
+        rig.observe(limit(None));
+        rig.exit();
+        rig.advance(30, 0);
+        assert_eq!(rig.open(2).1, ["g2 idle (resumed) #1"]);
+        // The limit is hit again: the backoff continues from where it was (60 s).
+        rig.observe(limit(None));
+        rig.exit();
+        assert!(rig.advance(59, 0).is_empty());
+        assert_eq!(rig.advance(1, 0)[2], "g2 resuming (resuming session) #2");
+        // A normal turn later ends the episode for good.
+        rig.open(3);
+        assert_eq!(rig.observe(vec![Observation::Recovered]), ["g3 idle (recovered)"]);
+        assert!(rig.observe(vec![Observation::Recovered]).is_empty());
+    }
+
+    #[test]
+    fn clock_jumps_move_the_shown_deadline_and_never_end_the_wait_early() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(600)));
+        // The wall clock jumps an hour ahead: the deadline moves with it, no early end.
+        assert_eq!(rig.advance(10, 3_600_000), ["g1 waiting_for_reset (usage limit) @4230"]);
+        assert!(rig.advance(619, 0).is_empty());
+        // Then two hours back.
+        assert_eq!(rig.advance(0, -7_200_000), ["g1 waiting_for_reset (usage limit) @-2970"]);
+        assert_eq!(rig.advance(1, 0)[0], "g1 needs_attention (limit reset; continue the session)");
+    }
+
+    #[test]
+    fn waits_are_clamped_between_15_s_and_8_days() {
+        let mut rig = Rig::new();
+        assert_eq!(rig.observe(limit(Some(-3600)))[1], "g1 waiting_for_reset (usage limit) @15");
+        let mut far = Rig::new();
+        assert_eq!(far.observe(limit(Some(30 * 86_400)))[1], format!("g1 waiting_for_reset (usage limit) @{}", 8 * 86_400));
+    }
+
+    #[test]
+    fn cancellation_by_input_close_and_unrequested_respawn() {
+        for how in ["input", "respawn"] {
+            let mut rig = Rig::new();
+            rig.observe(limit(Some(600)));
+            let lines = match how {
+                "input" => {
+                    let mut out = Vec::new();
+                    rig.machine.cancelled_by_person(1, &mut out);
+                    out.into_iter().filter_map(describe).collect()
+                }
+                _ => {
+                    let (opened, lines) = rig.open(2);
+                    assert_eq!(opened, Opened::Respawned);
+                    lines
+                }
+            };
+            assert_eq!(lines.last().expect("a status").split_once(' ').expect("g").1, "idle (cancelled)", "{how}");
+            assert!(rig.advance(3600, 0).is_empty(), "{how}: the wait is gone");
+        }
+        // Stale input and a cancel with no episode send nothing.
+        let mut rig = Rig::new();
+        let mut out = Vec::new();
+        rig.machine.cancelled_by_person(1, &mut out);
+        rig.observe(limit(Some(600)));
+        rig.machine.cancelled_by_person(0, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(rig.open(1).0, Opened::Repeat);
+        assert_eq!(rig.open(0).0, Opened::Stale);
+    }
+
+    #[test]
+    fn ambiguity_and_unknown_sessions_never_resume() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(vec![Observation::Ambiguous]),
+            ["g1 needs_attention (several sessions match; resume by hand)", "g1 attention"]
+        );
+        assert!(rig.exit().is_empty(), "no relaunch after an ambiguous binding");
+
+        let mut rig = Rig::new();
+        rig.script.borrow_mut().resume_args = None;
+        rig.observe(limit(Some(0)));
+        rig.exit();
+        assert_eq!(rig.advance(30, 0), ["g1 needs_attention (session unknown; resume by hand)", "g1 attention"]);
+    }
+
+    #[test]
+    fn provider_retries_are_shown_and_left_alone_then_gave_up_calls_the_person() {
+        let mut rig = Rig::new();
+        rig.script.borrow_mut().attention_after_resume = true;
+        let retry = |s| vec![Observation::ProviderRetrying { until_epoch: Some(T0 / 1000 + s) }];
+        assert_eq!(rig.observe(retry(20)), ["g1 waiting_for_reset (provider retrying) @20"]);
+        assert!(rig.observe(retry(20)).is_empty());
+        assert_eq!(rig.observe(retry(44)), ["g1 waiting_for_reset (provider retrying) @44"]);
+        assert!(rig.advance(3600, 0).is_empty(), "never intervenes while retrying");
+        assert_eq!(
+            rig.observe(vec![Observation::GaveUp]),
+            ["g1 needs_attention (provider gave up; continue the session)", "g1 attention"]
+        );
+        // It exits later: relaunch with the session, confirmed, then the person is called.
+        assert_eq!(rig.exit()[1], "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273");
+        // No reset time was known, so the attempt count stays for the episode.
+        assert_eq!(rig.open(2).1, ["g2 idle (resumed) #1", "g2 attention"]);
+    }
+
+    #[test]
+    fn a_provider_that_recovers_by_itself_goes_quietly_idle() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying { until_epoch: None }]);
+        assert_eq!(rig.observe(vec![Observation::Recovered]), ["g1 idle (recovered)"]);
+    }
+
+    #[test]
+    fn an_exit_while_the_provider_retried_waits_for_its_retry_time_then_resumes() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying { until_epoch: Some(T0 / 1000 + 100) }]);
+        assert_eq!(rig.exit(), ["g1 waiting_for_reset (usage limit) @130"]);
+        assert_eq!(rig.advance(130, 0)[1], "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273");
+    }
+}

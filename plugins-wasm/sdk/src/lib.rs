@@ -189,11 +189,7 @@ pub fn drive(
     outbox: &mut Outbox,
 ) {
     loop {
-        let now = clock.now();
-        let due = plugin.next_timer().filter(|at| *at <= now.mono);
-        if due.is_some() {
-            plugin.timer(&mut Context { now, outbox });
-        }
+        let now = fire_due_timer(plugin, clock, outbox);
         if outbox.is_broken() {
             return;
         }
@@ -229,14 +225,22 @@ pub fn drive(
                 continue;
             }
         };
-        let mut ctx = Context {
-            now: clock.now(),
-            outbox,
-        };
+        // Time moved while we waited: what fell due happens before the event that came after.
+        let now = fire_due_timer(plugin, clock, outbox);
+        let mut ctx = Context { now, outbox };
         if dispatch(plugin, &mut ctx, event).is_break() {
             return;
         }
     }
+}
+
+/// Calls [`Plugin::timer`] if its time has come; returns the clock reading used.
+fn fire_due_timer(plugin: &mut impl Plugin, clock: &dyn Clock, outbox: &mut Outbox) -> Now {
+    let now = clock.now();
+    if plugin.next_timer().is_some_and(|at| at <= now.mono) {
+        plugin.timer(&mut Context { now, outbox });
+    }
+    now
 }
 
 fn dispatch(
