@@ -474,7 +474,13 @@ mod tests {
             None
         }
         fn poll(&mut self, _: Now, sink: &mut Sink) {
-            self.exited(Now { mono: Duration::ZERO, wall_ms: 0 }, sink);
+            self.exited(
+                Now {
+                    mono: Duration::ZERO,
+                    wall_ms: 0,
+                },
+                sink,
+            );
         }
         fn exited(&mut self, _: Now, sink: &mut Sink) {
             for observation in self.0.borrow_mut().pending.drain(..) {
@@ -502,14 +508,20 @@ mod tests {
     impl Rig {
         fn new() -> Rig {
             let script = Rc::new(RefCell::new(Script {
-                resume_args: Some(vec!["resume".into(), "01a23785-4104-78f1-b4f0-247bed73e273".into()]),
+                resume_args: Some(vec![
+                    "resume".into(),
+                    "01a23785-4104-78f1-b4f0-247bed73e273".into(),
+                ]),
                 ..Script::default()
             }));
             let token = Token::parse(TOKEN).expect("valid token");
             Rig {
                 machine: PaneMachine::new(token, 1, Box::new(Scripted(script.clone()))),
                 script,
-                now: Now { mono: Duration::from_secs(1000), wall_ms: T0 },
+                now: Now {
+                    mono: Duration::from_secs(1000),
+                    wall_ms: T0,
+                },
             }
         }
 
@@ -541,7 +553,10 @@ mod tests {
             (opened, lines)
         }
 
-        fn step(&mut self, act: impl FnOnce(&mut PaneMachine, Now, &mut Vec<Command>)) -> Vec<String> {
+        fn step(
+            &mut self,
+            act: impl FnOnce(&mut PaneMachine, Now, &mut Vec<Command>),
+        ) -> Vec<String> {
             let mut out = Vec::new();
             act(&mut self.machine, self.now, &mut out);
             out.into_iter().filter_map(describe).collect()
@@ -551,7 +566,14 @@ mod tests {
     /// A compact, readable form of a command for table assertions.
     fn describe(command: Command) -> Option<String> {
         Some(match command {
-            Command::Status { state, detail, deadline_epoch, attempt, generation, .. } => {
+            Command::Status {
+                state,
+                detail,
+                deadline_epoch,
+                attempt,
+                generation,
+                ..
+            } => {
                 let mut text = format!("g{generation} {state}");
                 if let Some(detail) = detail {
                     text += &format!(" ({detail})");
@@ -564,7 +586,11 @@ mod tests {
                 }
                 text
             }
-            Command::Relaunch { generation, resume_args, .. } => {
+            Command::Relaunch {
+                generation,
+                resume_args,
+                ..
+            } => {
                 format!("g{generation} relaunch {}", resume_args.join(" "))
             }
             Command::Attention { generation, .. } => format!("g{generation} attention"),
@@ -574,7 +600,9 @@ mod tests {
     }
 
     fn limit(reset_in_secs: Option<i64>) -> Vec<Observation> {
-        vec![Observation::LimitHit { reset_epoch: reset_in_secs.map(|s| T0 / 1000 + s) }]
+        vec![Observation::LimitHit {
+            reset_epoch: reset_in_secs.map(|s| T0 / 1000 + s),
+        }]
     }
 
     #[test]
@@ -582,20 +610,29 @@ mod tests {
         let mut rig = Rig::new();
         assert_eq!(
             rig.observe(limit(Some(600))),
-            ["g1 limit_detected (usage limit) @600", "g1 waiting_for_reset (usage limit) @630"]
+            [
+                "g1 limit_detected (usage limit) @600",
+                "g1 waiting_for_reset (usage limit) @630"
+            ]
         );
         // The same limit read again changes nothing.
         assert!(rig.observe(limit(Some(600))).is_empty());
         assert!(rig.advance(629, 0).is_empty());
         assert_eq!(
             rig.advance(1, 0),
-            ["g1 needs_attention (limit reset; continue the session)", "g1 attention"]
+            [
+                "g1 needs_attention (limit reset; continue the session)",
+                "g1 attention"
+            ]
         );
         assert!(rig.advance(600, 0).is_empty(), "called once");
         // The person types: the episode ends.
         let mut out = Vec::new();
         rig.machine.cancelled_by_person(1, &mut out);
-        assert_eq!(out.into_iter().filter_map(describe).collect::<Vec<_>>(), ["g1 idle (cancelled)"]);
+        assert_eq!(
+            out.into_iter().filter_map(describe).collect::<Vec<_>>(),
+            ["g1 idle (cancelled)"]
+        );
     }
 
     #[test]
@@ -615,7 +652,10 @@ mod tests {
         assert_eq!(opened, Opened::Resumed);
         // The reset time was known: attempts start over.
         assert_eq!(lines, ["g2 idle (resumed)"]);
-        assert!(rig.advance(200, 0).is_empty(), "no confirm timeout after confirmation");
+        assert!(
+            rig.advance(200, 0).is_empty(),
+            "no confirm timeout after confirmation"
+        );
     }
 
     #[test]
@@ -638,28 +678,46 @@ mod tests {
         let mut rig = Rig::new();
         assert_eq!(
             rig.observe(limit(None)),
-            ["g1 limit_detected (usage limit)", "g1 backoff (usage limit; no reset time)"]
+            [
+                "g1 limit_detected (usage limit)",
+                "g1 backoff (usage limit; no reset time)"
+            ]
         );
         rig.exit();
         let mut transcript = Vec::new();
         // 30 s backoff, relaunch #1, no confirmation in 90 s, 60 s backoff, #2, ...
         let mut wait = 30;
         for attempt in 1..=4 {
-            assert!(rig.advance(wait - 1, 0).is_empty(), "attempt {attempt} not before {wait} s");
+            assert!(
+                rig.advance(wait - 1, 0).is_empty(),
+                "attempt {attempt} not before {wait} s"
+            );
             transcript.extend(rig.advance(1, 0));
             assert!(rig.advance(89, 0).is_empty());
             transcript.extend(rig.advance(1, 0));
             wait *= 2;
         }
-        let relaunches = transcript.iter().filter(|line| line.contains(" relaunch resume ")).count();
+        let relaunches = transcript
+            .iter()
+            .filter(|line| line.contains(" relaunch resume "))
+            .count();
         assert_eq!(relaunches, 4);
         assert_eq!(transcript[2], "g1 resuming (resuming session) #1");
         assert_eq!(transcript[3], "g1 backoff (relaunch not confirmed) #1");
-        assert_eq!(transcript.last().expect("lines"), "g1 backoff (relaunch not confirmed) #4");
-        assert!(rig.advance(wait - 1, 0).is_empty(), "the fifth wait is {wait} s");
+        assert_eq!(
+            transcript.last().expect("lines"),
+            "g1 backoff (relaunch not confirmed) #4"
+        );
+        assert!(
+            rig.advance(wait - 1, 0).is_empty(),
+            "the fifth wait is {wait} s"
+        );
         assert_eq!(
             rig.advance(1, 0),
-            ["g1 needs_attention (resume attempts used up) #4", "g1 attention"]
+            [
+                "g1 needs_attention (resume attempts used up) #4",
+                "g1 attention"
+            ]
         );
         assert!(rig.advance(3600, 0).is_empty(), "nothing more");
     }
@@ -678,7 +736,10 @@ mod tests {
         assert_eq!(rig.advance(1, 0)[2], "g2 resuming (resuming session) #2");
         // A normal turn later ends the episode for good.
         rig.open(3);
-        assert_eq!(rig.observe(vec![Observation::Recovered]), ["g3 idle (recovered)"]);
+        assert_eq!(
+            rig.observe(vec![Observation::Recovered]),
+            ["g3 idle (recovered)"]
+        );
         assert!(rig.observe(vec![Observation::Recovered]).is_empty());
     }
 
@@ -687,19 +748,34 @@ mod tests {
         let mut rig = Rig::new();
         rig.observe(limit(Some(600)));
         // The wall clock jumps an hour ahead: the deadline moves with it, no early end.
-        assert_eq!(rig.advance(10, 3_600_000), ["g1 waiting_for_reset (usage limit) @4230"]);
+        assert_eq!(
+            rig.advance(10, 3_600_000),
+            ["g1 waiting_for_reset (usage limit) @4230"]
+        );
         assert!(rig.advance(619, 0).is_empty());
         // Then two hours back.
-        assert_eq!(rig.advance(0, -7_200_000), ["g1 waiting_for_reset (usage limit) @-2970"]);
-        assert_eq!(rig.advance(1, 0)[0], "g1 needs_attention (limit reset; continue the session)");
+        assert_eq!(
+            rig.advance(0, -7_200_000),
+            ["g1 waiting_for_reset (usage limit) @-2970"]
+        );
+        assert_eq!(
+            rig.advance(1, 0)[0],
+            "g1 needs_attention (limit reset; continue the session)"
+        );
     }
 
     #[test]
     fn waits_are_clamped_between_15_s_and_8_days() {
         let mut rig = Rig::new();
-        assert_eq!(rig.observe(limit(Some(-3600)))[1], "g1 waiting_for_reset (usage limit) @15");
+        assert_eq!(
+            rig.observe(limit(Some(-3600)))[1],
+            "g1 waiting_for_reset (usage limit) @15"
+        );
         let mut far = Rig::new();
-        assert_eq!(far.observe(limit(Some(30 * 86_400)))[1], format!("g1 waiting_for_reset (usage limit) @{}", 8 * 86_400));
+        assert_eq!(
+            far.observe(limit(Some(30 * 86_400)))[1],
+            format!("g1 waiting_for_reset (usage limit) @{}", 8 * 86_400)
+        );
     }
 
     #[test]
@@ -719,7 +795,16 @@ mod tests {
                     lines
                 }
             };
-            assert_eq!(lines.last().expect("a status").split_once(' ').expect("g").1, "idle (cancelled)", "{how}");
+            assert_eq!(
+                lines
+                    .last()
+                    .expect("a status")
+                    .split_once(' ')
+                    .expect("g")
+                    .1,
+                "idle (cancelled)",
+                "{how}"
+            );
             assert!(rig.advance(3600, 0).is_empty(), "{how}: the wait is gone");
         }
         // Stale input and a cancel with no episode send nothing.
@@ -738,32 +823,63 @@ mod tests {
         let mut rig = Rig::new();
         assert_eq!(
             rig.observe(vec![Observation::Ambiguous]),
-            ["g1 needs_attention (several sessions match; resume by hand)", "g1 attention"]
+            [
+                "g1 needs_attention (several sessions match; resume by hand)",
+                "g1 attention"
+            ]
         );
-        assert!(rig.exit().is_empty(), "no relaunch after an ambiguous binding");
+        assert!(
+            rig.exit().is_empty(),
+            "no relaunch after an ambiguous binding"
+        );
 
         let mut rig = Rig::new();
         rig.script.borrow_mut().resume_args = None;
         rig.observe(limit(Some(0)));
         rig.exit();
-        assert_eq!(rig.advance(30, 0), ["g1 needs_attention (session unknown; resume by hand)", "g1 attention"]);
+        assert_eq!(
+            rig.advance(30, 0),
+            [
+                "g1 needs_attention (session unknown; resume by hand)",
+                "g1 attention"
+            ]
+        );
     }
 
     #[test]
     fn provider_retries_are_shown_and_left_alone_then_gave_up_calls_the_person() {
         let mut rig = Rig::new();
         rig.script.borrow_mut().attention_after_resume = true;
-        let retry = |s| vec![Observation::ProviderRetrying { until_epoch: Some(T0 / 1000 + s) }];
-        assert_eq!(rig.observe(retry(20)), ["g1 waiting_for_reset (provider retrying) @20"]);
+        let retry = |s| {
+            vec![Observation::ProviderRetrying {
+                until_epoch: Some(T0 / 1000 + s),
+            }]
+        };
+        assert_eq!(
+            rig.observe(retry(20)),
+            ["g1 waiting_for_reset (provider retrying) @20"]
+        );
         assert!(rig.observe(retry(20)).is_empty());
-        assert_eq!(rig.observe(retry(44)), ["g1 waiting_for_reset (provider retrying) @44"]);
-        assert!(rig.advance(3600, 0).is_empty(), "never intervenes while retrying");
+        assert_eq!(
+            rig.observe(retry(44)),
+            ["g1 waiting_for_reset (provider retrying) @44"]
+        );
+        assert!(
+            rig.advance(3600, 0).is_empty(),
+            "never intervenes while retrying"
+        );
         assert_eq!(
             rig.observe(vec![Observation::GaveUp]),
-            ["g1 needs_attention (provider gave up; continue the session)", "g1 attention"]
+            [
+                "g1 needs_attention (provider gave up; continue the session)",
+                "g1 attention"
+            ]
         );
         // It exits later: relaunch with the session, confirmed, then the person is called.
-        assert_eq!(rig.exit()[1], "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273");
+        assert_eq!(
+            rig.exit()[1],
+            "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
+        );
         // No reset time was known, so the attempt count stays for the episode.
         assert_eq!(rig.open(2).1, ["g2 idle (resumed) #1", "g2 attention"]);
     }
@@ -772,14 +888,22 @@ mod tests {
     fn a_provider_that_recovers_by_itself_goes_quietly_idle() {
         let mut rig = Rig::new();
         rig.observe(vec![Observation::ProviderRetrying { until_epoch: None }]);
-        assert_eq!(rig.observe(vec![Observation::Recovered]), ["g1 idle (recovered)"]);
+        assert_eq!(
+            rig.observe(vec![Observation::Recovered]),
+            ["g1 idle (recovered)"]
+        );
     }
 
     #[test]
     fn an_exit_while_the_provider_retried_waits_for_its_retry_time_then_resumes() {
         let mut rig = Rig::new();
-        rig.observe(vec![Observation::ProviderRetrying { until_epoch: Some(T0 / 1000 + 100) }]);
+        rig.observe(vec![Observation::ProviderRetrying {
+            until_epoch: Some(T0 / 1000 + 100),
+        }]);
         assert_eq!(rig.exit(), ["g1 waiting_for_reset (usage limit) @130"]);
-        assert_eq!(rig.advance(130, 0)[1], "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273");
+        assert_eq!(
+            rig.advance(130, 0)[1],
+            "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
+        );
     }
 }

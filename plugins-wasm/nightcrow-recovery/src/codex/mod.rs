@@ -382,3 +382,6 @@ fn codex_home(env: &Env) -> Option<PathBuf> {
         None => home.map(|home| Path::new(home).join(".codex")),
     }
 }
+
+#[cfg(test)]
+mod tests;
