@@ -285,3 +285,186 @@ fn dispatch(
     }
     std::ops::ControlFlow::Continue(())
 }
+
+#[cfg(all(test, not(target_family = "wasm")))]
+mod tests {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::input::ThreadedInput;
+
+    /// A clock the test sets; it does not run by itself.
+    struct Manual(Cell<Now>);
+
+    impl Clock for Manual {
+        fn now(&self) -> Now {
+            self.0.get()
+        }
+        fn runs_by_itself(&self) -> bool {
+            false
+        }
+    }
+
+    /// Input the test hands out frame by frame, moving the clock in between.
+    struct Script<'a> {
+        steps: std::vec::IntoIter<(u64, &'a str)>,
+        clock: &'a Manual,
+        inner: Option<ThreadedInput>,
+    }
+
+    impl Input for Script<'_> {
+        fn wait(&mut self, _timeout: Option<Duration>) -> Waited {
+            let Some((mono_s, line)) = self.steps.next() else {
+                return Waited::Closed(None);
+            };
+            self.clock.0.set(Now {
+                mono: Duration::from_secs(mono_s),
+                wall_ms: 0,
+            });
+            let mut input =
+                ThreadedInput::new(std::io::Cursor::new(format!("{line}\n").into_bytes()));
+            let waited = input.wait(None);
+            self.inner = Some(input);
+            waited
+        }
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        seen: Vec<String>,
+        timer_at: Option<Duration>,
+    }
+
+    impl Plugin for Recorder {
+        fn pane_opened(&mut self, ctx: &mut Context<'_>, pane: PaneOpened) {
+            self.seen.push(format!(
+                "opened {} at {}",
+                pane.generation,
+                ctx.now().mono.as_secs()
+            ));
+            self.timer_at = Some(ctx.now().mono + Duration::from_secs(10));
+            ctx.send(&Command::Attention {
+                token: pane.token,
+                generation: pane.generation,
+            });
+        }
+        fn pane_idle(&mut self, ctx: &mut Context<'_>, _: Token, _: Generation, _: u64) {
+            self.seen
+                .push(format!("idle at {}", ctx.now().mono.as_secs()));
+        }
+        fn timer(&mut self, ctx: &mut Context<'_>) {
+            self.seen
+                .push(format!("timer at {}", ctx.now().mono.as_secs()));
+            self.timer_at = None;
+        }
+        fn shutdown(&mut self, _: &mut Context<'_>) {
+            self.seen.push("shutdown".into());
+        }
+        fn next_timer(&self) -> Option<Duration> {
+            self.timer_at
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    const TOKEN: &str = "4f1c00000000000000000000000000e2";
+
+    #[test]
+    fn the_loop_dispatches_skips_bad_lines_fires_timers_in_order_and_stops_at_shutdown() {
+        let opened = format!(
+            r#"{{"event":"pane_opened","v":3,"token":"{TOKEN}","generation":1,"title":null,"command":"codex","cwd":"/r"}}"#
+        );
+        let idle = format!(
+            r#"{{"event":"pane_idle","v":3,"token":"{TOKEN}","generation":1,"idle_ms":10000}}"#
+        );
+        let clock = Manual(Cell::new(Now {
+            mono: Duration::ZERO,
+            wall_ms: 0,
+        }));
+        let mut input = Script {
+            steps: vec![
+                (0, opened.as_str()),
+                (1, r#"{"event":"pane_idle","v":2}"#),
+                (2, "not json"),
+                (5, idle.as_str()),
+                // The timer (due at 10) fires before the event that arrives at 12.
+                (12, idle.as_str()),
+                (13, r#"{"event":"shutdown","v":3}"#),
+                (14, idle.as_str()),
+            ]
+            .into_iter(),
+            clock: &clock,
+            inner: None,
+        };
+        let written = Shared::default();
+        let mut outbox = Outbox::new(written.clone());
+        let mut plugin = Recorder::default();
+        drive(&mut plugin, &clock, &mut input, &mut outbox);
+        assert_eq!(
+            plugin.seen,
+            [
+                "opened 1 at 0",
+                "idle at 5",
+                "timer at 12",
+                "idle at 12",
+                "shutdown"
+            ]
+        );
+        let written = String::from_utf8(written.0.borrow().clone()).expect("utf-8");
+        assert_eq!(
+            written,
+            format!("{{\"cmd\":\"attention\",\"v\":3,\"token\":\"{TOKEN}\",\"generation\":1}}\n")
+        );
+    }
+
+    #[test]
+    fn the_threaded_input_caps_lines_and_ends_at_eof() {
+        let mut bytes = vec![b'x'; MAX_LINE + 10];
+        bytes.extend_from_slice(b"\nok\n\xff\n");
+        let mut input = ThreadedInput::new(std::io::Cursor::new(bytes));
+        assert!(matches!(
+            input.wait(None),
+            Waited::Frame(Frame::TooLong { .. })
+        ));
+        assert!(matches!(input.wait(None), Waited::Frame(Frame::Line(line)) if line == "ok"));
+        assert!(matches!(
+            input.wait(None),
+            Waited::Frame(Frame::NotUtf8 { len: 1 })
+        ));
+        assert!(matches!(
+            input.wait(Some(Duration::from_secs(5))),
+            Waited::Closed(None)
+        ));
+    }
+
+    #[test]
+    fn a_real_timeout_expires_without_input() {
+        let (_keep_open, reader) = std::sync::mpsc::channel::<()>();
+        struct Never(std::sync::mpsc::Receiver<()>);
+        impl io::Read for Never {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                let _ = self.0.recv();
+                Ok(0)
+            }
+        }
+        let mut input = ThreadedInput::new(Never(reader));
+        assert!(matches!(
+            input.wait(Some(Duration::from_millis(1))),
+            Waited::Nothing
+        ));
+    }
+
+    const MAX_LINE: usize = nightcrow_protocol::MAX_LINE_BYTES;
+}
