@@ -227,3 +227,64 @@ impl Plugin for Recovery {
 fn main() {
     nightcrow_plugin_sdk::run(&mut Recovery::new(Env::from_process()));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(n: u32) -> Token {
+        Token::parse(&format!("{n:032x}")).expect("valid token")
+    }
+
+    fn at(mono_s: u64) -> Now {
+        Now {
+            mono: Duration::from_secs(mono_s),
+            wall_ms: 0,
+        }
+    }
+
+    fn asked(out: &[Command]) -> Vec<String> {
+        out.iter()
+            .map(|command| match command {
+                Command::WatchPane { token } => token.as_str().trim_start_matches('0').to_owned(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn watch_requests_are_bounded_and_not_repeated_within_30_s() {
+        let mut plugin = Recovery::new(Env::default());
+        let mut out = Vec::new();
+        for n in 1..=10 {
+            plugin.unknown(&token(n), at(0), &mut out);
+        }
+        assert_eq!(asked(&out), ["1", "2", "3", "4", "5", "6", "7", "8"]);
+        out.clear();
+        plugin.unknown(&token(1), at(29), &mut out);
+        plugin.unknown(&token(9), at(29), &mut out);
+        assert!(out.is_empty(), "still pending, and the queue is full");
+        plugin.unknown(&token(1), at(30), &mut out);
+        plugin.unknown(&token(9), at(30), &mut out);
+        assert_eq!(asked(&out), ["1", "9"]);
+        // Panes given to us and found not to be provider panes are never asked for.
+        out.clear();
+        plugin.ignore(token(11));
+        plugin.unknown(&token(11), at(100), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_ignored_list_is_bounded() {
+        let mut plugin = Recovery::new(Env::default());
+        for n in 0..(MAX_IGNORED as u32 + 10) {
+            plugin.ignore(token(n));
+            plugin.ignore(token(n));
+        }
+        assert_eq!(plugin.ignored.len(), MAX_IGNORED);
+        assert!(
+            !plugin.ignored.contains(&token(0))
+                && plugin.ignored.contains(&token(MAX_IGNORED as u32 + 9))
+        );
+    }
+}

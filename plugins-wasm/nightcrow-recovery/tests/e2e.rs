@@ -456,3 +456,25 @@ fn other_panes_bad_lines_and_unknown_tokens() {
     );
     plugin.finish();
 }
+
+#[test]
+fn at_most_64_panes_are_tracked_and_the_overflow_is_logged_once() {
+    let mut plugin = Plugin::start();
+    for n in 0..66u32 {
+        plugin.send(Event::PaneOpened {
+            token: token(&format!("{:032x}", 0xa000 + n)),
+            generation: 1,
+            title: None,
+            command: Some("codex".into()),
+            cwd: plugin.cwd.clone(),
+        });
+    }
+    plugin.sync();
+    let full: Vec<&String> = plugin
+        .seen
+        .iter()
+        .filter(|line| line.contains("tracking 64 panes already"))
+        .collect();
+    assert_eq!(full.len(), 1, "logged once: {full:?}");
+    plugin.finish();
+}
