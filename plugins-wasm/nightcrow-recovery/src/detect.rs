@@ -40,17 +40,24 @@ fn detect_for(command: &str, windows: bool) -> Option<ProviderKind> {
     }
 }
 
-/// The first shell word of `command`; `None` when there is none or its quotes are
-/// unbalanced. On Windows a backslash is a path separator, not an escape.
-fn first_word(command: &str, windows: bool) -> Option<String> {
-    let mut chars = command.trim_start().chars().peekable();
+/// Shell-style words of `command`: single quotes literal, double quotes with `\` escapes
+/// of `" \ $ \``, a backslash outside quotes escaping the next char (on Windows a backslash
+/// is a path separator instead). `None` when a quote or a trailing escape is unbalanced.
+/// Used for detection here and for the OpenCode adapter's `--port`/`--hostname`.
+pub fn shell_words(command: &str, windows: bool) -> Option<Vec<String>> {
+    let mut words = Vec::new();
     let mut word = String::new();
-    let mut started = false;
+    let mut in_word = false;
+    let mut chars = command.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            c if c.is_whitespace() => break,
+            c if c.is_whitespace() => {
+                if std::mem::take(&mut in_word) {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
             '\'' => {
-                started = true;
+                in_word = true;
                 loop {
                     match chars.next()? {
                         '\'' => break,
@@ -59,7 +66,7 @@ fn first_word(command: &str, windows: bool) -> Option<String> {
                 }
             }
             '"' => {
-                started = true;
+                in_word = true;
                 loop {
                     match chars.next()? {
                         '"' => break,
@@ -73,16 +80,28 @@ fn first_word(command: &str, windows: bool) -> Option<String> {
                 }
             }
             '\\' if !windows => {
-                started = true;
+                in_word = true;
                 word.push(chars.next()?);
             }
             c => {
-                started = true;
+                in_word = true;
                 word.push(c);
             }
         }
     }
-    (started && !word.is_empty()).then_some(word)
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
+}
+
+/// The first shell word of `command`; `None` when there is none, it is empty, or the
+/// command's quoting is unbalanced.
+fn first_word(command: &str, windows: bool) -> Option<String> {
+    shell_words(command, windows)?
+        .into_iter()
+        .next()
+        .filter(|word| !word.is_empty())
 }
 
 #[cfg(test)]
@@ -136,9 +155,28 @@ mod tests {
             ("codex.exe.exe", true, None),
             ("codex.sh", true, None),
             ("npx.cmd codex", true, None),
+            // The whole command must be well quoted; a trailing escape is unbalanced too.
+            ("codex \"unbalanced", false, None),
+            ("codex \\", false, None),
         ];
         for &(command, windows, expected) in cases {
             check(command, windows, expected);
         }
+    }
+
+    #[test]
+    fn words_follow_shell_quoting() {
+        assert_eq!(
+            shell_words(r#"a 'b c' "d \"e\"" f\ g"#, false).unwrap(),
+            ["a", "b c", "d \"e\"", "f g"]
+        );
+        assert_eq!(
+            shell_words(r#"C:\tools\opencode.exe --port 9"#, true).unwrap(),
+            [r"C:\tools\opencode.exe", "--port", "9"]
+        );
+        assert_eq!(shell_words("''", false).unwrap(), [""]);
+        assert_eq!(shell_words("  ", false).unwrap(), Vec::<String>::new());
+        assert_eq!(shell_words("'open", false), None);
+        assert_eq!(shell_words("open\\", false), None);
     }
 }
