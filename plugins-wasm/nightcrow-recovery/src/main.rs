@@ -13,6 +13,7 @@
 mod codex;
 mod detect;
 mod machine;
+mod opencode;
 mod provider;
 mod wait;
 
@@ -109,13 +110,8 @@ fn build_adapter(
 ) -> Option<Box<dyn Adapter>> {
     match kind {
         ProviderKind::Codex => Some(Box::new(codex::Codex::new(facts, env, sink))),
-        ProviderKind::OpenCode => {
-            sink.log(
-                LogLevel::Info,
-                "opencode: panes are not observed by this build",
-            );
-            None
-        }
+        ProviderKind::OpenCode => opencode::OpenCode::new(facts, env, sink)
+            .map(|adapter| Box::new(adapter) as Box<dyn Adapter>),
     }
 }
 

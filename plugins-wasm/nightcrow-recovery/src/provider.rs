@@ -17,10 +17,6 @@ use nightcrow_protocol::LogLevel;
 #[derive(Debug, Clone)]
 pub struct PaneFacts {
     /// The original configured startup command (detection already matched its first word).
-    #[expect(
-        dead_code,
-        reason = "read by the OpenCode adapter (port), merged from `opencode`"
-    )]
     pub command: String,
     /// The repository root the pane runs in.
     pub cwd: String,
@@ -63,22 +59,8 @@ pub enum Observation {
     LimitHit { reset_epoch: Option<i64> },
     /// The provider is retrying by itself; the plugin must not intervene, only show it.
     /// `until_epoch`: unix seconds of its next attempt, if known.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "reported by the OpenCode adapter, merged from `opencode`"
-        )
-    )]
     ProviderRetrying { until_epoch: Option<i64> },
     /// The provider gave up retrying (e.g. OpenCode's `session.error` after its retries).
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "reported by the OpenCode adapter, merged from `opencode`"
-        )
-    )]
     GaveUp,
     /// Work went on normally after a limit or retry (a normal turn ended, or the session
     /// became busy and then idle without an error): the episode is over.
