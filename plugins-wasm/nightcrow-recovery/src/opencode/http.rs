@@ -130,6 +130,11 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// Whether the server answered 200 and the body has begun.
+    pub fn accepted(&self) -> bool {
+        self.reader.framing.is_some()
+    }
+
     /// Appends up to `budget` newly arrived body bytes to `out`. `Err(Closed)` when the
     /// server ended the stream.
     pub fn read_available(&mut self, budget: usize, out: &mut Vec<u8>) -> Result<(), HttpError> {

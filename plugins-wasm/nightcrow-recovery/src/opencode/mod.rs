@@ -55,7 +55,11 @@ pub struct OpenCode {
 struct OpenStream {
     stream: Stream,
     parser: SseParser,
+    opened: Duration,
     last_bytes: Duration,
+    /// A retry episode was open when this stream was opened: what happened while no stream
+    /// was open is only in the status map, read once the server has accepted the stream.
+    resync: bool,
 }
 
 /// Failures that are logged once per run of them, not on every retry.
@@ -135,6 +139,8 @@ impl OpenCode {
             self.stream = None;
             self.schedule_reopen(now);
             self.note_failure(&error, sink);
+        } else if open.stream.accepted() && std::mem::take(&mut open.resync) {
+            self.poll_status(now, sink);
         }
     }
 
@@ -155,12 +161,10 @@ impl OpenCode {
                 self.stream = Some(OpenStream {
                     stream,
                     parser: SseParser::default(),
+                    opened: now.mono,
                     last_bytes: now.mono,
+                    resync: self.tracker.in_episode(),
                 });
-                // What happened while no stream was open is only in the status map.
-                if self.tracker.in_episode() {
-                    self.poll_status(now, sink);
-                }
             }
             Err(error) => {
                 self.schedule_reopen(now);
@@ -251,10 +255,16 @@ impl Adapter for OpenCode {
         if self.stream.is_some() {
             self.read_stream(now, sink);
         }
+        // A stream not accepted (200, body begun) within a tick is no stream yet: meanwhile
+        // the status map is polled.
+        let streaming = self
+            .stream
+            .as_ref()
+            .is_some_and(|open| open.stream.accepted() || now.mono < open.opened + STREAM_TICK);
         let poll_due = self
             .last_status_poll
             .is_none_or(|last| now.mono >= last + POLL_INTERVAL);
-        if self.stream.is_none() && poll_due {
+        if !streaming && poll_due {
             self.poll_status(now, sink);
         }
     }

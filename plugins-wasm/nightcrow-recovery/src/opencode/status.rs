@@ -316,6 +316,14 @@ mod tests {
             &["retry 1796228421", "GaveUp"],
             "GaveUp",
         );
+        // The same with the session in another directory than the server's, seen through
+        // `?directory=` (the plain map never shows it).
+        check(
+            "d-session-in-other-directory",
+            &["retry 1796228433", "Recovered"],
+            &["retry 1796228433", "GaveUp"],
+            "GaveUp",
+        );
     }
 
     #[test]

@@ -151,21 +151,22 @@ fn without_a_stream_the_status_map_is_polled_and_a_401_is_logged_once() {
     ]);
     let mut sink = Sink::default();
     let mut adapter = OpenCode::new(&pane(port), &Env::default(), &mut sink).unwrap();
-    // The stream is refused, so the status map is polled at once: refused too.
+    // The stream is refused (read in this call or the next), so the status map is polled:
+    // refused too.
     adapter.poll(at(0), &mut sink);
-    answered(&heads);
+    assert!(answered(&heads).starts_with("GET /event?"));
     adapter.poll(at(100), &mut sink);
-    answered(&heads);
+    assert!(answered(&heads).starts_with("GET /session/status?"));
     assert!(
-        adapter.next_poll().unwrap() >= Duration::from_millis(2_100),
+        adapter.next_poll().unwrap() >= Duration::from_millis(2_000),
         "backs off"
     );
     assert!(sink.observations.is_empty());
-    // Later: the stream is refused again, and the next status poll answers.
+    // Later: the stream is refused again; the status poll, due again, answers.
     adapter.poll(at(5_100), &mut sink);
-    answered(&heads);
+    assert!(answered(&heads).starts_with("GET /event?"));
     adapter.poll(at(5_200), &mut sink);
-    answered(&heads);
+    assert!(answered(&heads).starts_with("GET /session/status?"));
     assert_eq!(
         sink.observations,
         [Observation::ProviderRetrying {
