@@ -1,10 +1,5 @@
-//! The native build of the plugin as a real child process: host events in on stdin, commands
-//! out on stdout, a temp `CODEX_HOME` with the real rollouts, and a file clock (SDK test
-//! hook) so hours of waiting take no time and no test sleeps.
-//!
-//! Synchronisation without sleeps: after each step the test sends `pane_idle` for a token the
-//! plugin has never seen; the plugin answers with `watch_pane` for it, and since it handles
-//! stdin in order, every command before that answer belongs to the steps before.
+//! The harness: the plugin as a child process, its file clock, the barrier that makes every
+//! step synchronous, and the checks every test ends with (no transcript text, no files).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -14,48 +9,55 @@ use std::time::Duration;
 
 use nightcrow_protocol::{Command, Event, Token, decode_command, encode_event};
 
-const LIMIT_ROLLOUT: &str = "real-0.169-mock-backend/exec-c-normal-then-limit/rollout-2026-12-02T16-10-09-01a23785-4104-78f1-b4f0-247bed73e273.jsonl";
-const LIMIT_UUID: &str = "01a23785-4104-78f1-b4f0-247bed73e273";
-const NO_HEADERS_ROLLOUT: &str = "real-0.169-mock-backend/exec-b-variant-no-rate-limit-headers/rollout-2026-12-02T16-10-08-01a23785-3c47-7c32-9d29-4a0452622344.jsonl";
-const NORMAL_ROLLOUT: &str = "real-0.169-mock-backend/exec-a-normal/rollout-2026-12-02T16-09-52-01a23784-fe56-70f1-80cd-3fa99065980c.jsonl";
 /// 2026-12-02T16:00:00Z, before the 0.169 rollouts were created.
-const T0_MS: i64 = 1_796_227_200_000;
-const PANE: &str = "4f1c00000000000000000000000000e2";
+pub const T0_MS: i64 = 1_796_227_200_000;
+pub const PANE: &str = "4f1c00000000000000000000000000e2";
 /// Nothing a test waits for takes this long unless the plugin is broken.
-const PATIENCE: Duration = Duration::from_secs(20);
+pub const PATIENCE: Duration = Duration::from_secs(20);
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex")
+/// The crate's test data (`tests/fixtures/`, provenance in its README).
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-struct Plugin {
+pub struct Plugin {
     child: Child,
-    stdin: ChildStdin,
+    pub stdin: ChildStdin,
     lines: Receiver<String>,
     clock: PathBuf,
     mono_ms: u64,
-    wall_ms: i64,
+    pub wall_ms: i64,
     barrier: u64,
     /// Every line the plugin wrote, stdout and stderr, for the transcript check.
-    seen: Vec<String>,
+    pub seen: Vec<String>,
     stderr: Receiver<String>,
     home: tempfile::TempDir,
-    cwd: String,
+    pub cwd: String,
     /// Files the test wrote under the Codex home and the pane cwd; the plugin writes none.
     written: Vec<PathBuf>,
 }
 
 impl Plugin {
-    fn start() -> Plugin {
+    /// The plugin with only `CODEX_HOME` (a temp dir) in its env, its wall clock at
+    /// [`T0_MS`].
+    pub fn start() -> Plugin {
+        Plugin::start_with(&[], T0_MS)
+    }
+
+    /// The plugin with `env` added to its env (as `[plugin.env]` would), its wall clock at
+    /// `wall_ms`.
+    pub fn start_with(env: &[(&str, &str)], wall_ms: i64) -> Plugin {
         let home = tempfile::tempdir().expect("temp dir");
-        let cwd = home.path().join("repo");
+        // A space in the pane cwd, so `?directory=` has something to encode.
+        let cwd = home.path().join("my repo");
         std::fs::create_dir_all(&cwd).expect("cwd");
         let clock = home.path().join("clock");
-        let mut plugin_clock = (0, T0_MS);
+        let mut plugin_clock = (0, wall_ms);
         write_clock(&clock, plugin_clock);
         let mut child = Process::new(env!("CARGO_BIN_EXE_nightcrow-recovery"))
             .env_clear()
             .env("CODEX_HOME", home.path().join("codex"))
+            .envs(env.iter().copied())
             .env(nightcrow_plugin_sdk::FAKE_CLOCK_ENV, &clock)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -81,15 +83,16 @@ impl Plugin {
         }
     }
 
-    fn day(&self) -> PathBuf {
+    pub fn day(&self) -> PathBuf {
         let dir = self.home.path().join("codex/sessions/2026/12/02");
         std::fs::create_dir_all(&dir).expect("day dir");
         dir
     }
 
     /// The fixture's records with `$WORKDIR` rewritten to the pane cwd, and the file they go to.
-    fn rollout(&mut self, relative: &str) -> (PathBuf, Vec<String>) {
-        let text = std::fs::read_to_string(fixtures().join(relative)).expect("fixture");
+    pub fn rollout(&mut self, relative: &str) -> (PathBuf, Vec<String>) {
+        let text =
+            std::fs::read_to_string(fixtures().join("codex").join(relative)).expect("fixture");
         let text = text.replace("$WORKDIR", &self.cwd);
         let path = self
             .day()
@@ -102,13 +105,13 @@ impl Plugin {
         )
     }
 
-    fn send(&mut self, event: Event) {
+    pub fn send(&mut self, event: Event) {
         let line = encode_event(&event).expect("encodable");
         self.stdin.write_all(line.as_bytes()).expect("write event");
         self.stdin.flush().expect("flush");
     }
 
-    fn open(&mut self, generation: u32, command: &str) {
+    pub fn open(&mut self, generation: u32, command: &str) {
         self.send(Event::PaneOpened {
             token: token(PANE),
             generation,
@@ -119,14 +122,27 @@ impl Plugin {
     }
 
     /// Moves both clocks by `secs`.
-    fn advance(&mut self, secs: u64) {
-        self.mono_ms += secs * 1000;
-        self.wall_ms += secs as i64 * 1000;
+    pub fn advance(&mut self, secs: u64) {
+        self.advance_ms(secs * 1000);
+    }
+
+    /// Moves both clocks by `ms`.
+    pub fn advance_ms(&mut self, ms: u64) {
+        self.mono_ms += ms;
+        self.wall_ms += ms as i64;
         write_clock(&self.clock, (self.mono_ms, self.wall_ms));
     }
 
+    /// `pane_exited` for generation `generation` of the test pane.
+    pub fn exit(&mut self, generation: u32) {
+        self.send(Event::PaneExited {
+            token: token(PANE),
+            generation,
+        });
+    }
+
     /// Everything the plugin sent since the last sync, as compact strings (logs left out).
-    fn sync(&mut self) -> Vec<String> {
+    pub fn sync(&mut self) -> Vec<String> {
         self.barrier += 1;
         let barrier = token(&format!(
             "{:032x}",
@@ -163,7 +179,24 @@ impl Plugin {
         out
     }
 
-    fn drain_stderr(&mut self) -> Vec<String> {
+    /// Stderr lines until `done` holds for all of them so far (stderr is read by its own
+    /// thread, so it may lag behind stdout).
+    pub fn stderr_until(&mut self, done: impl Fn(&str) -> bool) -> String {
+        let mut all = self.drain_stderr().join("\n");
+        while !done(&all) {
+            match self.stderr.recv_timeout(PATIENCE) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    all.push('\n');
+                    all.push_str(&line);
+                }
+                Err(_) => panic!("stderr never got there: {all}"),
+            }
+        }
+        all
+    }
+
+    pub fn drain_stderr(&mut self) -> Vec<String> {
         let lines: Vec<String> = self.stderr.try_iter().collect();
         self.seen.extend(lines.iter().cloned());
         lines
@@ -171,7 +204,7 @@ impl Plugin {
 
     /// Appends records one by one, polling after each (2 s apart, the poll interval);
     /// returns what came out.
-    fn replay(&mut self, path: &Path, records: &[String]) -> Vec<String> {
+    pub fn replay(&mut self, path: &Path, records: &[String]) -> Vec<String> {
         let mut out = Vec::new();
         for record in records {
             let mut file = std::fs::OpenOptions::new()
@@ -186,7 +219,7 @@ impl Plugin {
     }
 
     /// Shuts the plugin down; checks that it exits cleanly and returns every line it wrote.
-    fn finish(mut self) -> Vec<String> {
+    pub fn finish(mut self) -> Vec<String> {
         self.send(Event::Shutdown);
         let status = self.child.wait().expect("wait");
         assert!(status.success(), "plugin exited with {status}");
@@ -234,7 +267,7 @@ fn pump(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
     receiver
 }
 
-fn token(text: &str) -> Token {
+pub fn token(text: &str) -> Token {
     Token::parse(text).expect("valid token")
 }
 
@@ -267,32 +300,53 @@ fn describe(command: Command) -> Option<String> {
 }
 
 /// Fails if any human text of the fixtures (every JSON string containing a space, at least
-/// 12 chars: messages, instructions, error texts) appears in anything the plugin wrote.
+/// 12 chars: messages, instructions, error texts, replies) appears in anything the plugin
+/// wrote. Covers every Codex rollout and every OpenCode capture (SSE `data:` lines and the
+/// status bodies inside the polls), whichever provider a test ran.
 fn check_no_transcript(lines: &[String]) {
     fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
         match value {
-            serde_json::Value::String(s) if s.len() >= 12 && s.contains(' ') => out.push(s.clone()),
+            serde_json::Value::String(s) => {
+                // Status bodies inside the polls are JSON themselves.
+                match serde_json::from_str::<serde_json::Value>(s) {
+                    Ok(inner) if inner.is_object() => strings(&inner, out),
+                    _ if s.len() >= 12 && s.contains(' ') => out.push(s.clone()),
+                    _ => {}
+                }
+            }
             serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
             serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
             _ => {}
         }
     }
-    let mut texts = Vec::new();
-    for relative in [LIMIT_ROLLOUT, NO_HEADERS_ROLLOUT, NORMAL_ROLLOUT] {
-        for line in std::fs::read_to_string(fixtures().join(relative))
-            .expect("fixture")
-            .lines()
-        {
-            strings(
-                &serde_json::from_str(line).expect("fixture JSON"),
-                &mut texts,
-            );
+    fn walk(dir: &Path, texts: &mut Vec<String>) {
+        let mut files = Vec::new();
+        list_files(dir, &mut files);
+        for file in files {
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if !(name.ends_with(".jsonl") || name == "sse-event.txt") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&file).expect("fixture").lines() {
+                let json = line.split_once("data: ").map_or(line, |(_, data)| data);
+                if let Ok(value) = serde_json::from_str(json) {
+                    strings(&value, texts);
+                }
+            }
         }
     }
-    assert!(
-        texts.iter().any(|t| t.contains("usage limit")),
-        "the check has texts to look for"
-    );
+    let mut texts = Vec::new();
+    walk(&fixtures(), &mut texts);
+    for needle in [
+        "usage limit",
+        "Rate limit reached",
+        "Hello from the loopback",
+    ] {
+        assert!(
+            texts.iter().any(|t| t.contains(needle)),
+            "the check has texts to look for: {needle}"
+        );
+    }
     for line in lines {
         for text in &texts {
             // Compare on a prefix too, so a truncated copy is caught as well.
@@ -303,178 +357,4 @@ fn check_no_transcript(lines: &[String]) {
             );
         }
     }
-}
-
-#[test]
-fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed() {
-    let mut plugin = Plugin::start();
-    plugin.open(1, "codex exec 'do the thing'");
-    assert!(plugin.sync().is_empty());
-    let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
-    // Turns 1 and 2, as Codex appends them: the limit is seen at turn 2's end.
-    let out = plugin.replay(&path, &records[..=20]);
-    // Reset 1796228415 (the exhausted primary window) + 30 s.
-    assert_eq!(
-        out,
-        [
-            "g1 limit_detected usage limit 1796228415 #0",
-            "g1 waiting_for_reset usage limit 1796228445 #0",
-        ]
-    );
-    // `codex exec` exits 1 at the limit.
-    plugin.send(Event::PaneExited {
-        token: token(PANE),
-        generation: 1,
-    });
-    assert!(plugin.sync().is_empty(), "waits for the reset");
-    let left = 1_796_228_445 - plugin.wall_ms / 1000;
-    plugin.advance(left as u64 - 1);
-    assert!(plugin.sync().is_empty(), "not a second early");
-    plugin.advance(1);
-    assert_eq!(
-        plugin.sync(),
-        [
-            "g1 ready_to_resume limit reset - #0".to_owned(),
-            format!("g1 relaunch resume {LIMIT_UUID}"),
-            "g1 resuming resuming session - #1".to_owned(),
-        ]
-    );
-    plugin.advance(3);
-    plugin.open(2, "codex exec 'do the thing'");
-    assert_eq!(plugin.sync(), ["g2 idle resumed - #0"]);
-    // The resumed session's next turn is normal: nothing more to say.
-    assert!(plugin.replay(&path, &records[21..]).is_empty());
-    plugin.finish();
-}
-
-#[test]
-fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode() {
-    let mut plugin = Plugin::start();
-    plugin.open(1, "codex");
-    let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
-    let out = plugin.replay(&path, &records[..=20]);
-    assert_eq!(out.len(), 2, "{out:?}");
-    plugin.advance(3600);
-    assert_eq!(
-        plugin.sync(),
-        [
-            "g1 needs_attention limit reset; continue the session - #0",
-            "g1 attention"
-        ]
-    );
-    // The person continued by hand? No input came; Codex itself answered turn 3.
-    assert_eq!(
-        plugin.replay(&path, &records[21..]),
-        ["g1 idle recovered - #0"]
-    );
-    plugin.finish();
-}
-
-#[test]
-fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels() {
-    let mut plugin = Plugin::start();
-    plugin.open(1, "/usr/local/bin/codex exec");
-    let (path, records) = plugin.rollout(NO_HEADERS_ROLLOUT);
-    assert_eq!(
-        plugin.replay(&path, &records),
-        [
-            "g1 limit_detected usage limit - #0",
-            "g1 backoff usage limit; no reset time - #0"
-        ]
-    );
-    plugin.send(Event::UserInput {
-        token: token(PANE),
-        generation: 1,
-    });
-    assert_eq!(plugin.sync(), ["g1 idle cancelled - #0"]);
-    plugin.advance(3600);
-    assert!(plugin.sync().is_empty());
-    plugin.finish();
-}
-
-#[test]
-fn two_candidate_rollouts_never_resume() {
-    let mut plugin = Plugin::start();
-    plugin.open(1, "codex");
-    let (normal, normal_records) = plugin.rollout(NORMAL_ROLLOUT);
-    let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
-    plugin.replay(&normal, &normal_records);
-    assert_eq!(
-        plugin.replay(&path, &records[..=20]),
-        [
-            "g1 needs_attention several sessions match; resume by hand - #0",
-            "g1 attention"
-        ]
-    );
-    plugin.send(Event::PaneExited {
-        token: token(PANE),
-        generation: 1,
-    });
-    plugin.advance(86_400);
-    assert!(plugin.sync().is_empty(), "no relaunch, ever");
-    plugin.finish();
-}
-
-#[test]
-fn other_panes_bad_lines_and_unknown_tokens() {
-    let mut plugin = Plugin::start();
-    for command in ["npx codex", "bash", "opencode-x"] {
-        plugin.open(1, command);
-    }
-    plugin
-        .stdin
-        .write_all(b"{\"event\":\"shutdown\",\"v\":2}\nnot json\n\xff\xfe\n")
-        .expect("write");
-    assert!(
-        plugin.sync().is_empty(),
-        "ignored panes and bad lines produce nothing"
-    );
-    // Events for a pane it never got: it asks once, not again within 30 s.
-    let stranger = token("5e000000000000000000000000000001");
-    plugin.send(Event::PaneOutput {
-        token: stranger.clone(),
-        generation: 1,
-        text: "hi".into(),
-    });
-    plugin.send(Event::PaneOutput {
-        token: stranger.clone(),
-        generation: 1,
-        text: "hi".into(),
-    });
-    assert_eq!(plugin.sync(), [format!("watch {}", stranger.as_str())]);
-    plugin.advance(31);
-    plugin.send(Event::PaneIdle {
-        token: stranger.clone(),
-        generation: 1,
-        idle_ms: 10_000,
-    });
-    assert_eq!(plugin.sync(), [format!("watch {}", stranger.as_str())]);
-    let stderr = plugin.drain_stderr().join("\n");
-    assert!(
-        stderr.contains("version mismatch") && stderr.contains("not UTF-8"),
-        "{stderr}"
-    );
-    plugin.finish();
-}
-
-#[test]
-fn at_most_64_panes_are_tracked_and_the_overflow_is_logged_once() {
-    let mut plugin = Plugin::start();
-    for n in 0..66u32 {
-        plugin.send(Event::PaneOpened {
-            token: token(&format!("{:032x}", 0xa000 + n)),
-            generation: 1,
-            title: None,
-            command: Some("codex".into()),
-            cwd: plugin.cwd.clone(),
-        });
-    }
-    plugin.sync();
-    let full: Vec<&String> = plugin
-        .seen
-        .iter()
-        .filter(|line| line.contains("tracking 64 panes already"))
-        .collect();
-    assert_eq!(full.len(), 1, "logged once: {full:?}");
-    plugin.finish();
 }
