@@ -448,6 +448,38 @@ mod tests {
     }
 
     #[test]
+    fn a_silent_server_times_out_and_an_oversize_body_is_refused_over_a_real_socket() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            // Accepts, reads nothing, answers nothing; held open until the client gave up.
+            let (silent, _) = listener.accept().unwrap();
+            let (mut oversize, _) = listener.accept().unwrap();
+            // Read the request first: closing with unread input would reset the connection.
+            let mut request = [0u8; 1024];
+            let _ = oversize.read(&mut request).unwrap();
+            let body = vec![b' '; 256 * 1024 + 1];
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            // The client stops reading at its cap and closes: a failed write is expected.
+            let _ = oversize.write_all(head.as_bytes());
+            let _ = oversize.write_all(&body);
+            let _ = oversize.read(&mut request);
+            drop(silent);
+        });
+        let endpoint = Endpoint::new(addr, None, None);
+        assert!(matches!(
+            endpoint.get("/session/status", 256 * 1024),
+            Err(HttpError::TimedOut)
+        ));
+        assert!(matches!(
+            endpoint.get("/session/status", 256 * 1024),
+            Err(HttpError::TooLarge("status body", _))
+        ));
+        server.join().unwrap();
+    }
+
+    #[test]
     fn requests_carry_directory_and_credentials() {
         let endpoint = Endpoint::new(loopback(4096), None, Some("secret"));
         let request = endpoint.request(

@@ -17,12 +17,15 @@ struct Answer {
 }
 
 /// Serves `answers` in order, one per connection; reports each request head once its
-/// answer is written, so a test knows the bytes are waiting in the adapter's socket.
+/// answer is written, so a test knows the bytes are waiting in the adapter's socket. The
+/// connections stay open until every answer is given (a stream ends only when the test's
+/// answer ends it).
 fn serve(answers: Vec<Answer>) -> (u16, mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (heads_tx, heads) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut open = Vec::new();
         for answer in answers {
             let (mut socket, _) = listener.accept().unwrap();
             let mut reader = BufReader::new(socket.try_clone().unwrap());
@@ -37,6 +40,7 @@ fn serve(answers: Vec<Answer>) -> (u16, mpsc::Receiver<String>) {
             }
             assert!(head.contains(answer.path_prefix), "{head}");
             socket.write_all(&answer.response).unwrap();
+            open.push(socket);
             heads_tx.send(head).unwrap();
         }
     });
@@ -178,18 +182,62 @@ fn without_a_stream_the_status_map_is_polled_and_a_401_is_logged_once() {
 }
 
 #[test]
-fn a_pane_without_an_explicit_port_is_unobservable_and_says_so_once() {
+fn a_silent_stream_is_dropped_and_the_status_map_polled_meanwhile() {
+    let mut stream = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n".to_vec();
+    stream.extend_from_slice(b"data: {\"type\":\"server.connected\",\"properties\":{}}\n\n");
+    let empty = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec();
+    let (port, heads) = serve(vec![
+        Answer {
+            path_prefix: "GET /event?directory=/home/a/proj ",
+            response: stream,
+        },
+        Answer {
+            path_prefix: "GET /session/status?directory=/home/a/proj ",
+            response: empty,
+        },
+    ]);
+    let mut sink = Sink::default();
+    let mut adapter = OpenCode::new(&pane(port), &Env::default(), &mut sink).unwrap();
+    adapter.poll(at(0), &mut sink);
+    answered(&heads);
+    adapter.poll(at(250), &mut sink);
+    assert_eq!(
+        adapter.next_poll(),
+        Some(Duration::from_millis(500)),
+        "streaming"
+    );
+    // No heartbeat for 30 s (OpenCode sends one every 10 s): the stream is dead.
+    adapter.poll(at(30_250), &mut sink);
+    assert!(answered(&heads).starts_with("GET /session/status?"));
+    assert_eq!(
+        adapter.next_poll(),
+        Some(Duration::from_millis(32_250)),
+        "reopened after 2 s"
+    );
+    assert!(sink.observations.is_empty());
+    assert!(
+        sink.logs
+            .iter()
+            .any(|(_, m)| m.contains("no answer in time")),
+        "{:?}",
+        sink.logs
+    );
+}
+
+#[test]
+fn a_pane_without_an_explicit_port_or_off_loopback_is_unobservable_and_says_so_once() {
     let mut sink = Sink::default();
     let mut facts = pane(1);
     for command in [
         "opencode",
         "opencode --port 0",
         "opencode --hostname 127.0.0.1",
+        "opencode --hostname 10.0.0.2 --port 4096",
     ] {
         facts.command = command.to_owned();
         assert!(OpenCode::new(&facts, &Env::default(), &mut sink).is_none());
     }
-    assert_eq!(sink.logs.len(), 3);
+    assert_eq!(sink.logs.len(), 4);
     assert!(
         sink.logs.iter().all(|(_, m)| !m.contains("opencode --")),
         "no command text"
