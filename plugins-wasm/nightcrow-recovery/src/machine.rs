@@ -300,6 +300,9 @@ impl PaneMachine {
                     until_epoch,
                 );
             }
+            // The person took over since the retry began (typed, e.g. Esc to abort): the
+            // session ending now is their doing, not the provider's.
+            Observation::GaveUp if !self.episode_active() => {}
             Observation::GaveUp if self.alive => {
                 self.needs_attention(detail::PROVIDER_GAVE_UP, true, out);
             }
@@ -882,6 +885,32 @@ mod tests {
         );
         // No reset time was known, so the attempt count stays for the episode.
         assert_eq!(rig.open(2).1, ["g2 idle (resumed) #1", "g2 attention"]);
+    }
+
+    #[test]
+    fn a_retry_the_person_cancelled_ends_without_an_alarm() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying {
+            until_epoch: Some(T0 / 1000 + 20),
+        }]);
+        let mut out = Vec::new();
+        rig.machine.cancelled_by_person(1, &mut out);
+        assert_eq!(
+            out.into_iter().filter_map(describe).collect::<Vec<_>>(),
+            ["g1 idle (cancelled)"]
+        );
+        assert!(rig.observe(vec![Observation::GaveUp]).is_empty());
+        // A later retry is a new episode again.
+        rig.observe(vec![Observation::ProviderRetrying {
+            until_epoch: Some(T0 / 1000 + 50),
+        }]);
+        assert_eq!(
+            rig.observe(vec![Observation::GaveUp]),
+            [
+                "g1 needs_attention (provider gave up; continue the session)",
+                "g1 attention"
+            ]
+        );
     }
 
     #[test]

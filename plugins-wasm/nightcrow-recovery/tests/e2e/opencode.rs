@@ -337,6 +337,38 @@ fn recovering_by_itself_is_shown_then_quietly_idle() {
 }
 
 #[test]
+fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm() {
+    let mut plugin = Plugin::start_with(&[], 1_796_228_378_000);
+    let server = Server::start(&plugin.cwd, false);
+    open_pane(&mut plugin, &server);
+    // b3: OpenCode's own backoff, aborted while waiting for its retry 4.
+    let events = sse_events("b3-429-no-retry-headers");
+    let fourth = after(&events, "\"type\":\"retry\"", 4);
+    server.push(&events[..fourth]);
+    assert_eq!(
+        ticks_until(&mut plugin, |out| out.len() == 4),
+        [
+            retrying(1_796_228_381),
+            retrying(1_796_228_386),
+            retrying(1_796_228_395),
+            retrying(1_796_228_414),
+        ]
+    );
+    // The person presses Esc in the TUI: the host reports input, then OpenCode goes idle.
+    plugin.send(nightcrow_protocol::Event::UserInput {
+        token: crate::util::token(crate::util::PANE),
+        generation: 1,
+    });
+    assert_eq!(plugin.sync(), ["g1 idle cancelled - #0"]);
+    server.push(&events[fourth..]);
+    for _ in 0..8 {
+        plugin.advance_ms(250);
+        assert!(plugin.sync().is_empty(), "no call-back for their own abort");
+    }
+    plugin.finish();
+}
+
+#[test]
 fn an_exit_while_retrying_waits_for_the_retry_time_then_reopens_the_session() {
     let mut plugin = Plugin::start_with(&[], 1_796_228_358_000);
     let server = Server::start(&plugin.cwd, false);
