@@ -418,6 +418,13 @@ mod tests {
                     "{pieces} pieces"
                 );
             }
+            for at in 0..=response.len() {
+                let mut reader = BodyReader::new(1024, "body");
+                let mut out = Vec::new();
+                reader.feed(&response[..at], &mut out).unwrap();
+                reader.feed(&response[at..], &mut out).unwrap();
+                assert_eq!(reader.finish(out).unwrap(), body, "split at {at}");
+            }
         }
     }
 
