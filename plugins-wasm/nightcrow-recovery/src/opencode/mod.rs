@@ -1,10 +1,12 @@
 //! The OpenCode adapter (SPEC §9.3): watches a pane's OpenCode server on loopback.
 //!
 //! The server's port comes only from an explicit `--port N` in the pane's command, its
-//! address from `--hostname` when that is loopback (see [`command`]). The adapter prefers the event stream (`GET /event`), read without blocking on each tick, and
-//! falls back to polling `GET /session/status` at most every 5 s while the stream is down.
-//! Every request carries `?directory=<pane cwd>`, and Basic credentials when the plugin env
-//! has `OPENCODE_SERVER_PASSWORD`. It reports observations only; the state machine acts.
+//! address from `--hostname` when that reaches loopback (see [`command`]). The adapter
+//! prefers the event stream (`GET /event`), read without blocking on each tick, and polls
+//! `GET /session/status` at most every 5 s while no stream is accepted. Every request
+//! carries `?directory=<pane cwd>`, and Basic credentials when the plugin env has
+//! `OPENCODE_SERVER_PASSWORD`. What the signals mean is decided in [`status::Tracker`]. It
+//! reports observations only; the state machine acts.
 
 mod command;
 mod http;
@@ -28,6 +30,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// Wait before reopening a stream that failed or ended; it doubles with every failure in a
 /// row up to [`REOPEN_AFTER_MAX`] and starts over once a stream delivers an event.
 pub const REOPEN_AFTER: Duration = Duration::from_secs(2);
+/// Longest wait before reopening a stream.
 pub const REOPEN_AFTER_MAX: Duration = Duration::from_secs(60);
 /// An open stream that sent nothing for this long (the server sends a heartbeat every 10 s)
 /// is dead: it is dropped and the status map polled until a new one opens.
@@ -37,6 +40,7 @@ const READ_BUDGET: usize = 256 * 1024;
 /// Largest `/session/status` body accepted.
 const MAX_STATUS_BODY: usize = 256 * 1024;
 
+/// The observer of one OpenCode pane's server.
 pub struct OpenCode {
     endpoint: Endpoint,
     cwd: String,
@@ -296,6 +300,25 @@ impl Adapter for OpenCode {
         // prompt, so the person is needed once it is back.
         true
     }
+}
+
+/// The crate's OpenCode captures (provenance in `tests/fixtures/README.md`).
+#[cfg(test)]
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/opencode");
+
+/// The raw event stream of a captured scenario (the capture prefixes each line with its
+/// time, in ms).
+#[cfg(test)]
+fn captured_sse(scenario: &str) -> Vec<u8> {
+    let text =
+        std::fs::read_to_string(format!("{FIXTURES}/{scenario}/sse-event.txt")).expect("fixture");
+    let mut stream = Vec::new();
+    for line in text.lines() {
+        let raw = line.split_once(' ').map_or("", |(_, raw)| raw);
+        stream.extend_from_slice(raw.as_bytes());
+        stream.push(b'\n');
+    }
+    stream
 }
 
 #[cfg(test)]

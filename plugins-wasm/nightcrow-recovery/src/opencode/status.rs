@@ -199,20 +199,7 @@ impl Tracker {
 mod tests {
     use super::*;
 
-    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/opencode");
-
-    /// The SSE capture of a scenario: each line is `<capture ms> <raw SSE line>`.
-    pub fn sse_stream(scenario: &str) -> Vec<u8> {
-        let text = std::fs::read_to_string(format!("{FIXTURES}/{scenario}/sse-event.txt"))
-            .expect("fixture");
-        let mut stream = Vec::new();
-        for line in text.lines() {
-            let raw = line.split_once(' ').map_or("", |(_, raw)| raw);
-            stream.extend_from_slice(raw.as_bytes());
-            stream.push(b'\n');
-        }
-        stream
-    }
+    use crate::opencode::{FIXTURES, captured_sse};
 
     fn describe(observations: Vec<Observation>) -> Vec<String> {
         observations
@@ -230,7 +217,7 @@ mod tests {
         let mut parser = crate::opencode::sse::SseParser::default();
         let mut tracker = Tracker::default();
         let mut sink = Sink::default();
-        for data in parser.feed(&sse_stream(scenario)) {
+        for data in parser.feed(&captured_sse(scenario)) {
             if let Some((session, signal)) = parse_event(&data) {
                 tracker.on_signal(&session, signal, &mut sink);
             }

@@ -75,17 +75,6 @@ fn at(ms: u64) -> Now {
     }
 }
 
-fn sse_capture(scenario: &str) -> Vec<u8> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/opencode/");
-    let text = std::fs::read_to_string(format!("{path}{scenario}/sse-event.txt")).unwrap();
-    text.lines()
-        .flat_map(|line| {
-            let raw = line.split_once(' ').map_or("", |(_, raw)| raw);
-            raw.bytes().chain(std::iter::once(b'\n'))
-        })
-        .collect()
-}
-
 /// The next request head the server answered.
 fn answered(heads: &mpsc::Receiver<String>) -> String {
     heads
@@ -97,7 +86,7 @@ fn answered(heads: &mpsc::Receiver<String>) -> String {
 fn the_event_stream_reports_a_give_up_and_the_session_to_reopen() {
     let (port, heads) = serve(vec![Answer {
         path_prefix: "GET /event?directory=/home/a/proj ",
-        response: chunked(&sse_capture("b2-429-retry-after-ms-3000")),
+        response: chunked(&captured_sse("b2-429-retry-after-ms-3000")),
     }]);
     let mut sink = Sink::default();
     let env = Env::from_pairs([("OPENCODE_SERVER_PASSWORD".to_owned(), "pw".to_owned())]);
