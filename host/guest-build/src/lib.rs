@@ -52,27 +52,41 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
         .args(["--package", package, "--target", &triple, "--target-dir"])
         .arg(workspace.join("target").join("guests"))
         .stdout(Stdio::piped());
-    // Flags exported for the outer crate (coverage, sanitizers) must not leak into guests.
+    // Flags exported for the outer crate (coverage, sanitizers) must not leak into guests,
+    // nor must `cargo clippy`'s wrapper: under it the guests would be linted with the outer
+    // run's `-D warnings` instead of built.
     for var in [
         "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
         "CARGO_TARGET_DIR",
         "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+        "CLIPPY_CONF_DIR",
     ] {
         command.env_remove(var);
     }
     let output = command
         .output()
         .expect("failed to run the nested cargo build");
-    assert!(
-        output.status.success(),
-        "building guest package {package} for {triple} failed"
-    );
-
-    let mut package_dirs = std::collections::BTreeSet::new();
-    let mut guests: Vec<Guest> = String::from_utf8_lossy(&output.stdout)
+    let messages: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .collect();
+    if !output.status.success() {
+        // The compiler's diagnostics arrive as JSON on stdout; show them, or the failure
+        // says nothing about its cause.
+        for message in &messages {
+            if let Some(rendered) = message["message"]["rendered"].as_str() {
+                eprintln!("{rendered}");
+            }
+        }
+        panic!("building guest package {package} for {triple} failed");
+    }
+
+    let mut package_dirs = std::collections::BTreeSet::new();
+    let mut guests: Vec<Guest> = messages
+        .iter()
         .filter(|message| message["reason"] == "compiler-artifact")
         .filter(|message| {
             message["target"]["kind"]

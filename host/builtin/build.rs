@@ -1,0 +1,33 @@
+//! Builds the bundled plugins from source: `nightcrow-recovery` for wasm32-wasip2 (embedded)
+//! and natively (its path exported for the native-fallback tests).
+
+use std::fmt::Write;
+
+use nightcrow_guest_build::{GuestTarget, build};
+
+const PACKAGE: &str = "nightcrow-recovery";
+
+fn main() {
+    let wasm = build(PACKAGE, GuestTarget::Wasm);
+    let native = build(PACKAGE, GuestTarget::Native);
+    let find = |guests: &[nightcrow_guest_build::Guest]| {
+        guests
+            .iter()
+            .find(|guest| guest.name == PACKAGE)
+            .unwrap_or_else(|| panic!("the {PACKAGE} build produced no {PACKAGE} binary"))
+            .path
+            .clone()
+    };
+    let (wasm, native) = (find(&wasm), find(&native));
+    let mut generated = String::new();
+    writeln!(
+        generated,
+        "/// The `{PACKAGE}` component, built for wasm32-wasip2 from this workspace.\n\
+         pub static NIGHTCROW_RECOVERY_WASM: &[u8] = include_bytes!({wasm:?});\n\
+         /// The native build of `{PACKAGE}`, for the trusted native runtime and its tests.\n\
+         pub const NIGHTCROW_RECOVERY_NATIVE: &str = {native:?};"
+    )
+    .expect("writing to a String");
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    std::fs::write(out.join("builtin.rs"), generated).expect("write builtin.rs");
+}

@@ -1,0 +1,938 @@
+//! The per-pane recovery state machine (SPEC §9.1), free of I/O.
+//!
+//! One [`PaneMachine`] per tracked pane. It is told the pane's events and the time, asks its
+//! provider [`Adapter`] what it saw, and decides: which `status` to report (only on a real
+//! change), when to wait and for how long, when to relaunch (only an exited pane), when to
+//! call the person back. It never sends input. Every `detail` is a fixed literal.
+
+use std::time::Duration;
+
+use nightcrow_plugin_sdk::Now;
+use nightcrow_protocol::{Command, Generation, LogLevel, Token};
+
+use crate::provider::{Adapter, Observation, Sink};
+use crate::wait::{Wait, backoff, until_reset};
+
+/// Resume attempts per episode before the plugin stops and asks for the person.
+pub const MAX_ATTEMPTS: u32 = 4;
+/// A relaunch counts as done when the new generation shows up within this long.
+pub const CONFIRM_WITHIN: Duration = Duration::from_secs(90);
+
+/// The `state` labels of SPEC §9.1.
+pub mod state {
+    pub const IDLE: &str = "idle";
+    pub const LIMIT_DETECTED: &str = "limit_detected";
+    pub const WAITING_FOR_RESET: &str = "waiting_for_reset";
+    pub const READY_TO_RESUME: &str = "ready_to_resume";
+    pub const RESUMING: &str = "resuming";
+    pub const BACKOFF: &str = "backoff";
+    pub const NEEDS_ATTENTION: &str = "needs_attention";
+}
+
+/// Every `detail` the plugin can send. Fixed literals: nothing from a provider, a
+/// transcript or a path ever reaches a client.
+pub mod detail {
+    pub const USAGE_LIMIT: &str = "usage limit";
+    pub const NO_RESET_TIME: &str = "usage limit; no reset time";
+    pub const NOT_CONFIRMED: &str = "relaunch not confirmed";
+    pub const PROVIDER_RETRYING: &str = "provider retrying";
+    pub const LIMIT_RESET: &str = "limit reset";
+    pub const RESUMING: &str = "resuming session";
+    pub const RESUMED: &str = "resumed";
+    pub const CANCELLED: &str = "cancelled";
+    pub const RECOVERED: &str = "recovered";
+    pub const CONTINUE_AFTER_RESET: &str = "limit reset; continue the session";
+    pub const CONTINUE_AFTER_BACKOFF: &str = "backoff over; continue the session";
+    pub const PROVIDER_GAVE_UP: &str = "provider gave up; continue the session";
+    pub const AMBIGUOUS: &str = "several sessions match; resume by hand";
+    pub const ATTEMPTS_USED_UP: &str = "resume attempts used up";
+    pub const SESSION_UNKNOWN: &str = "session unknown; resume by hand";
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitKind {
+    /// Until a known reset time (the value it was computed from, to spot a repeat report).
+    Reset(i64),
+    /// No reset time known.
+    Backoff,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Waiting {
+        wait: Wait,
+        kind: WaitKind,
+    },
+    /// The provider retries by itself: show it, do nothing.
+    ProviderRetrying {
+        until: Option<i64>,
+    },
+    /// A relaunch was requested; waiting for the new generation.
+    Resuming {
+        confirm: Wait,
+    },
+    /// The person was called. `resume_on_exit`: if the process ends now, relaunching is
+    /// still the right thing (the wait is over, the session is known).
+    NeedsAttention {
+        resume_on_exit: bool,
+    },
+}
+
+/// The last status sent, to send only real changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Report {
+    state: &'static str,
+    detail: Option<&'static str>,
+    deadline: Option<i64>,
+    attempt: u32,
+}
+
+/// What a `pane_opened` meant for a tracked pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// An older generation: ignored.
+    Stale,
+    /// The same generation again.
+    Repeat,
+    /// The relaunch the machine asked for came up.
+    Resumed,
+    /// A new generation the machine did not ask for: give it a fresh adapter.
+    Respawned,
+}
+
+/// One tracked pane.
+pub struct PaneMachine {
+    token: Token,
+    generation: Generation,
+    alive: bool,
+    adapter: Box<dyn Adapter>,
+    phase: Phase,
+    attempts: u32,
+    backoff_step: u32,
+    reset_known: bool,
+    reported: Report,
+}
+
+impl PaneMachine {
+    pub fn new(token: Token, generation: Generation, adapter: Box<dyn Adapter>) -> PaneMachine {
+        PaneMachine {
+            token,
+            generation,
+            alive: true,
+            adapter,
+            phase: Phase::Idle,
+            attempts: 0,
+            backoff_step: 0,
+            reset_known: false,
+            reported: Report {
+                state: state::IDLE,
+                detail: None,
+                deadline: None,
+                attempt: 0,
+            },
+        }
+    }
+
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// `pane_opened` for this token. A higher generation is either the relaunch the machine
+    /// asked for (confirmed) or a respawn it did not ask for (cancels the episode; the
+    /// caller then gives it a fresh adapter, since a new process means a new session).
+    pub fn opened(&mut self, generation: Generation, now: Now, out: &mut Vec<Command>) -> Opened {
+        if generation < self.generation {
+            return Opened::Stale;
+        }
+        let confirming = matches!(self.phase, Phase::Resuming { .. });
+        if generation == self.generation {
+            // A repeat (plugin restart, repeated watch_pane): the pane is live.
+            self.alive = true;
+            return Opened::Repeat;
+        }
+        self.generation = generation;
+        self.alive = true;
+        if !confirming {
+            self.cancel(out);
+            return Opened::Respawned;
+        }
+        self.phase = Phase::Idle;
+        if self.reset_known {
+            self.attempts = 0;
+            self.backoff_step = 0;
+        }
+        self.reset_known = false;
+        self.report(out, state::IDLE, Some(detail::RESUMED), None);
+        if self.adapter.attention_after_resume() {
+            self.attention(out);
+        }
+        let mut sink = Sink::default();
+        self.adapter.relaunched(now, &mut sink);
+        self.absorb(sink, now, out);
+        Opened::Resumed
+    }
+
+    /// After [`Opened::Respawned`]: the new process's observer.
+    pub fn replace_adapter(&mut self, adapter: Box<dyn Adapter>) {
+        self.adapter = adapter;
+    }
+
+    pub fn exited(&mut self, generation: Generation, now: Now, out: &mut Vec<Command>) {
+        if generation != self.generation || !self.alive {
+            return;
+        }
+        self.alive = false;
+        let mut sink = Sink::default();
+        self.adapter.exited(now, &mut sink);
+        self.absorb(sink, now, out);
+        match self.phase {
+            Phase::NeedsAttention {
+                resume_on_exit: true,
+            } => self.relaunch_or_give_up(now, out),
+            Phase::ProviderRetrying { until } => self.start_wait(until, now, out),
+            Phase::Idle
+            | Phase::Waiting { .. }
+            | Phase::Resuming { .. }
+            | Phase::NeedsAttention {
+                resume_on_exit: false,
+            } => {}
+        }
+    }
+
+    /// `user_input` or `pane_closed`: the person took over; the episode ends.
+    pub fn cancelled_by_person(&mut self, generation: Generation, out: &mut Vec<Command>) {
+        if generation == self.generation {
+            self.cancel(out);
+        }
+    }
+
+    /// Time passed: poll the adapter if it asked, end waits that are over.
+    pub fn tick(&mut self, now: Now, out: &mut Vec<Command>) {
+        if self.adapter.next_poll().is_some_and(|at| at <= now.mono) {
+            let mut sink = Sink::default();
+            self.adapter.poll(now, &mut sink);
+            self.absorb(sink, now, out);
+        }
+        match &mut self.phase {
+            Phase::Waiting { wait, kind } => {
+                let (over, kind, deadline) = (wait.observe(now), *kind, wait.deadline_epoch());
+                if over {
+                    self.wait_over(kind, now, out);
+                } else if let WaitKind::Reset(_) = kind {
+                    // A clock jump moved the deadline: clients should see the new one.
+                    self.report(
+                        out,
+                        state::WAITING_FOR_RESET,
+                        Some(detail::USAGE_LIMIT),
+                        Some(deadline),
+                    );
+                }
+            }
+            Phase::Resuming { confirm } => {
+                if confirm.observe(now) {
+                    self.start_backoff(detail::NOT_CONFIRMED, now, out);
+                }
+            }
+            Phase::Idle | Phase::ProviderRetrying { .. } | Phase::NeedsAttention { .. } => {}
+        }
+    }
+
+    /// When [`PaneMachine::tick`] should run next (monotonic).
+    pub fn next_wake(&self) -> Option<Duration> {
+        let wait = match &self.phase {
+            Phase::Waiting { wait, .. } => Some(wait.due_mono()),
+            Phase::Resuming { confirm } => Some(confirm.due_mono()),
+            Phase::Idle | Phase::ProviderRetrying { .. } | Phase::NeedsAttention { .. } => None,
+        };
+        [wait, self.adapter.next_poll()].into_iter().flatten().min()
+    }
+
+    fn absorb(&mut self, sink: Sink, now: Now, out: &mut Vec<Command>) {
+        for (level, message) in sink.logs {
+            out.push(Command::Log { level, message });
+        }
+        for observation in sink.observations {
+            self.observe(observation, now, out);
+        }
+    }
+
+    fn observe(&mut self, observation: Observation, now: Now, out: &mut Vec<Command>) {
+        if let Phase::Resuming { .. } = self.phase {
+            // Whatever the old process left behind is settled; the new generation decides.
+            return;
+        }
+        match observation {
+            Observation::LimitHit { reset_epoch } => {
+                let repeat = match (self.phase, reset_epoch) {
+                    (
+                        Phase::Waiting {
+                            kind: WaitKind::Reset(known),
+                            ..
+                        },
+                        Some(reset),
+                    ) => known == reset,
+                    (
+                        Phase::Waiting {
+                            kind: WaitKind::Backoff,
+                            ..
+                        },
+                        None,
+                    ) => true,
+                    _ => false,
+                };
+                if !repeat {
+                    self.report(
+                        out,
+                        state::LIMIT_DETECTED,
+                        Some(detail::USAGE_LIMIT),
+                        reset_epoch,
+                    );
+                    self.start_wait(reset_epoch, now, out);
+                }
+            }
+            Observation::ProviderRetrying { until_epoch } => {
+                self.phase = Phase::ProviderRetrying { until: until_epoch };
+                self.report(
+                    out,
+                    state::WAITING_FOR_RESET,
+                    Some(detail::PROVIDER_RETRYING),
+                    until_epoch,
+                );
+            }
+            // The person took over since the retry began (typed, e.g. Esc to abort): the
+            // session ending now is their doing, not the provider's.
+            Observation::GaveUp if !self.episode_active() => {}
+            Observation::GaveUp if self.alive => {
+                self.needs_attention(detail::PROVIDER_GAVE_UP, true, out);
+            }
+            Observation::GaveUp => self.relaunch_or_give_up(now, out),
+            Observation::Recovered => {
+                if self.episode_active() {
+                    self.end_episode();
+                    self.report(out, state::IDLE, Some(detail::RECOVERED), None);
+                }
+            }
+            Observation::Ambiguous => self.needs_attention(detail::AMBIGUOUS, false, out),
+        }
+    }
+
+    fn start_wait(&mut self, reset_epoch: Option<i64>, now: Now, out: &mut Vec<Command>) {
+        let Some(reset) = reset_epoch else {
+            return self.start_backoff(detail::NO_RESET_TIME, now, out);
+        };
+        self.reset_known = true;
+        let wait = Wait::start(now, until_reset(reset, now));
+        self.phase = Phase::Waiting {
+            wait,
+            kind: WaitKind::Reset(reset),
+        };
+        self.report(
+            out,
+            state::WAITING_FOR_RESET,
+            Some(detail::USAGE_LIMIT),
+            Some(wait.deadline_epoch()),
+        );
+    }
+
+    /// Backoff shows no deadline: without a reset time any clock time would be a guess.
+    fn start_backoff(&mut self, why: &'static str, now: Now, out: &mut Vec<Command>) {
+        let wait = Wait::start(now, backoff(self.backoff_step));
+        self.backoff_step = self.backoff_step.saturating_add(1);
+        self.phase = Phase::Waiting {
+            wait,
+            kind: WaitKind::Backoff,
+        };
+        self.report(out, state::BACKOFF, Some(why), None);
+    }
+
+    fn wait_over(&mut self, kind: WaitKind, now: Now, out: &mut Vec<Command>) {
+        if self.alive {
+            let why = match kind {
+                WaitKind::Reset(_) => detail::CONTINUE_AFTER_RESET,
+                WaitKind::Backoff => detail::CONTINUE_AFTER_BACKOFF,
+            };
+            self.needs_attention(why, true, out);
+        } else {
+            self.relaunch_or_give_up(now, out);
+        }
+    }
+
+    fn relaunch_or_give_up(&mut self, now: Now, out: &mut Vec<Command>) {
+        if self.attempts >= MAX_ATTEMPTS {
+            return self.needs_attention(detail::ATTEMPTS_USED_UP, false, out);
+        }
+        let Some(resume_args) = self.adapter.resume_args() else {
+            return self.needs_attention(detail::SESSION_UNKNOWN, false, out);
+        };
+        self.report(out, state::READY_TO_RESUME, Some(detail::LIMIT_RESET), None);
+        self.attempts += 1;
+        out.push(Command::Log {
+            level: LogLevel::Info,
+            message: format!(
+                "{}: relaunching, attempt {}",
+                self.adapter.name(),
+                self.attempts
+            ),
+        });
+        out.push(Command::Relaunch {
+            token: self.token.clone(),
+            generation: self.generation,
+            resume_args,
+        });
+        self.phase = Phase::Resuming {
+            confirm: Wait::start(now, CONFIRM_WITHIN),
+        };
+        self.report(out, state::RESUMING, Some(detail::RESUMING), None);
+    }
+
+    fn needs_attention(&mut self, why: &'static str, resume_on_exit: bool, out: &mut Vec<Command>) {
+        self.phase = Phase::NeedsAttention { resume_on_exit };
+        if self.report(out, state::NEEDS_ATTENTION, Some(why), None) {
+            self.attention(out);
+        }
+    }
+
+    fn attention(&self, out: &mut Vec<Command>) {
+        out.push(Command::Attention {
+            token: self.token.clone(),
+            generation: self.generation,
+        });
+    }
+
+    fn episode_active(&self) -> bool {
+        self.phase != Phase::Idle || self.attempts > 0
+    }
+
+    fn end_episode(&mut self) {
+        self.phase = Phase::Idle;
+        self.attempts = 0;
+        self.backoff_step = 0;
+        self.reset_known = false;
+    }
+
+    fn cancel(&mut self, out: &mut Vec<Command>) {
+        if self.episode_active() {
+            self.end_episode();
+            self.report(out, state::IDLE, Some(detail::CANCELLED), None);
+        }
+    }
+
+    /// Sends a status if it differs from the last one; whether it did.
+    fn report(
+        &mut self,
+        out: &mut Vec<Command>,
+        state: &'static str,
+        detail: Option<&'static str>,
+        deadline: Option<i64>,
+    ) -> bool {
+        let report = Report {
+            state,
+            detail,
+            deadline,
+            attempt: self.attempts,
+        };
+        if report == self.reported {
+            return false;
+        }
+        self.reported = report;
+        out.push(Command::Status {
+            token: self.token.clone(),
+            generation: self.generation,
+            state: state.to_owned(),
+            detail: detail.map(str::to_owned),
+            deadline_epoch: deadline,
+            attempt: self.attempts,
+        });
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    const T0: i64 = 1_796_227_800_000;
+    const TOKEN: &str = "4f1c00000000000000000000000000e2";
+
+    /// A provider double the test scripts: observations queued for the next call, fixed
+    /// resume args. The state machine is the unit under test here, not an adapter.
+    #[derive(Default)]
+    struct Script {
+        pending: Vec<Observation>,
+        resume_args: Option<Vec<String>>,
+        attention_after_resume: bool,
+    }
+
+    struct Scripted(Rc<RefCell<Script>>);
+
+    impl Adapter for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn next_poll(&self) -> Option<Duration> {
+            None
+        }
+        fn poll(&mut self, _: Now, sink: &mut Sink) {
+            self.exited(
+                Now {
+                    mono: Duration::ZERO,
+                    wall_ms: 0,
+                },
+                sink,
+            );
+        }
+        fn exited(&mut self, _: Now, sink: &mut Sink) {
+            for observation in self.0.borrow_mut().pending.drain(..) {
+                sink.observe(observation);
+            }
+        }
+        fn relaunched(&mut self, now: Now, sink: &mut Sink) {
+            self.exited(now, sink);
+        }
+        fn resume_args(&self) -> Option<Vec<String>> {
+            self.0.borrow().resume_args.clone()
+        }
+        fn attention_after_resume(&self) -> bool {
+            self.0.borrow().attention_after_resume
+        }
+    }
+
+    /// A pane plus a clock: each step returns the commands it produced, logs left out.
+    struct Rig {
+        machine: PaneMachine,
+        script: Rc<RefCell<Script>>,
+        now: Now,
+    }
+
+    impl Rig {
+        fn new() -> Rig {
+            let script = Rc::new(RefCell::new(Script {
+                resume_args: Some(vec![
+                    "resume".into(),
+                    "01a23785-4104-78f1-b4f0-247bed73e273".into(),
+                ]),
+                ..Script::default()
+            }));
+            let token = Token::parse(TOKEN).expect("valid token");
+            Rig {
+                machine: PaneMachine::new(token, 1, Box::new(Scripted(script.clone()))),
+                script,
+                now: Now {
+                    mono: Duration::from_secs(1000),
+                    wall_ms: T0,
+                },
+            }
+        }
+
+        /// Advances both clocks by `secs` (and the wall clock by `jump_ms` more), ticks.
+        fn advance(&mut self, secs: u64, jump_ms: i64) -> Vec<String> {
+            self.now.mono += Duration::from_secs(secs);
+            self.now.wall_ms += secs as i64 * 1000 + jump_ms;
+            self.step(|m, now, out| m.tick(now, out))
+        }
+
+        /// Queues observations and delivers them (the adapter's next poll).
+        fn observe(&mut self, observations: Vec<Observation>) -> Vec<String> {
+            self.script.borrow_mut().pending = observations;
+            self.step(|m, now, out| {
+                let mut sink = Sink::default();
+                m.adapter.poll(now, &mut sink);
+                m.absorb(sink, now, out);
+            })
+        }
+
+        fn exit(&mut self) -> Vec<String> {
+            let generation = self.machine.generation();
+            self.step(|m, now, out| m.exited(generation, now, out))
+        }
+
+        fn open(&mut self, generation: Generation) -> (Opened, Vec<String>) {
+            let mut opened = Opened::Stale;
+            let lines = self.step(|m, now, out| opened = m.opened(generation, now, out));
+            (opened, lines)
+        }
+
+        fn step(
+            &mut self,
+            act: impl FnOnce(&mut PaneMachine, Now, &mut Vec<Command>),
+        ) -> Vec<String> {
+            let mut out = Vec::new();
+            act(&mut self.machine, self.now, &mut out);
+            out.into_iter().filter_map(describe).collect()
+        }
+    }
+
+    /// A compact, readable form of a command for table assertions.
+    fn describe(command: Command) -> Option<String> {
+        Some(match command {
+            Command::Status {
+                state,
+                detail,
+                deadline_epoch,
+                attempt,
+                generation,
+                ..
+            } => {
+                let mut text = format!("g{generation} {state}");
+                if let Some(detail) = detail {
+                    text += &format!(" ({detail})");
+                }
+                if let Some(deadline) = deadline_epoch {
+                    text += &format!(" @{}", deadline - T0 / 1000);
+                }
+                if attempt > 0 {
+                    text += &format!(" #{attempt}");
+                }
+                text
+            }
+            Command::Relaunch {
+                generation,
+                resume_args,
+                ..
+            } => {
+                format!("g{generation} relaunch {}", resume_args.join(" "))
+            }
+            Command::Attention { generation, .. } => format!("g{generation} attention"),
+            Command::Log { .. } => return None,
+            Command::SendInput { .. } | Command::WatchPane { .. } => unreachable!("never sent"),
+        })
+    }
+
+    fn limit(reset_in_secs: Option<i64>) -> Vec<Observation> {
+        vec![Observation::LimitHit {
+            reset_epoch: reset_in_secs.map(|s| T0 / 1000 + s),
+        }]
+    }
+
+    #[test]
+    fn a_live_pane_at_a_known_limit_is_called_back_when_the_wait_is_over() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(limit(Some(600))),
+            [
+                "g1 limit_detected (usage limit) @600",
+                "g1 waiting_for_reset (usage limit) @630"
+            ]
+        );
+        // The same limit read again changes nothing.
+        assert!(rig.observe(limit(Some(600))).is_empty());
+        assert!(rig.advance(629, 0).is_empty());
+        assert_eq!(
+            rig.advance(1, 0),
+            [
+                "g1 needs_attention (limit reset; continue the session)",
+                "g1 attention"
+            ]
+        );
+        assert!(rig.advance(600, 0).is_empty(), "called once");
+        // The person types: the episode ends.
+        let mut out = Vec::new();
+        rig.machine.cancelled_by_person(1, &mut out);
+        assert_eq!(
+            out.into_iter().filter_map(describe).collect::<Vec<_>>(),
+            ["g1 idle (cancelled)"]
+        );
+    }
+
+    #[test]
+    fn an_exited_pane_is_relaunched_and_confirmed_by_its_new_generation() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(600)));
+        assert!(rig.exit().is_empty(), "waits on");
+        assert_eq!(
+            rig.advance(630, 0),
+            [
+                "g1 ready_to_resume (limit reset)",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
+                "g1 resuming (resuming session) #1",
+            ]
+        );
+        let (opened, lines) = rig.open(2);
+        assert_eq!(opened, Opened::Resumed);
+        // The reset time was known: attempts start over.
+        assert_eq!(lines, ["g2 idle (resumed)"]);
+        assert!(
+            rig.advance(200, 0).is_empty(),
+            "no confirm timeout after confirmation"
+        );
+    }
+
+    #[test]
+    fn an_exit_after_the_wait_ended_relaunches_at_once() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(0)));
+        rig.advance(30, 0);
+        assert_eq!(
+            rig.exit(),
+            [
+                "g1 ready_to_resume (limit reset)",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
+                "g1 resuming (resuming session) #1",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_reset_time_it_backs_off_and_gives_up_after_four_attempts() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(limit(None)),
+            [
+                "g1 limit_detected (usage limit)",
+                "g1 backoff (usage limit; no reset time)"
+            ]
+        );
+        rig.exit();
+        let mut transcript = Vec::new();
+        // 30 s backoff, relaunch #1, no confirmation in 90 s, 60 s backoff, #2, ...
+        let mut wait = 30;
+        for attempt in 1..=4 {
+            assert!(
+                rig.advance(wait - 1, 0).is_empty(),
+                "attempt {attempt} not before {wait} s"
+            );
+            transcript.extend(rig.advance(1, 0));
+            assert!(rig.advance(89, 0).is_empty());
+            transcript.extend(rig.advance(1, 0));
+            wait *= 2;
+        }
+        let relaunches = transcript
+            .iter()
+            .filter(|line| line.contains(" relaunch resume "))
+            .count();
+        assert_eq!(relaunches, 4);
+        assert_eq!(transcript[2], "g1 resuming (resuming session) #1");
+        assert_eq!(transcript[3], "g1 backoff (relaunch not confirmed) #1");
+        assert_eq!(
+            transcript.last().expect("lines"),
+            "g1 backoff (relaunch not confirmed) #4"
+        );
+        assert!(
+            rig.advance(wait - 1, 0).is_empty(),
+            "the fifth wait is {wait} s"
+        );
+        assert_eq!(
+            rig.advance(1, 0),
+            [
+                "g1 needs_attention (resume attempts used up) #4",
+                "g1 attention"
+            ]
+        );
+        assert!(rig.advance(3600, 0).is_empty(), "nothing more");
+    }
+
+    #[test]
+    fn confirmation_keeps_attempts_when_no_reset_time_was_known() {
+        let mut rig = Rig::new();
+        rig.observe(limit(None));
+        rig.exit();
+        rig.advance(30, 0);
+        assert_eq!(rig.open(2).1, ["g2 idle (resumed) #1"]);
+        // The limit is hit again: the backoff continues from where it was (60 s).
+        rig.observe(limit(None));
+        rig.exit();
+        assert!(rig.advance(59, 0).is_empty());
+        assert_eq!(rig.advance(1, 0)[2], "g2 resuming (resuming session) #2");
+        // A normal turn later ends the episode for good.
+        rig.open(3);
+        assert_eq!(
+            rig.observe(vec![Observation::Recovered]),
+            ["g3 idle (recovered)"]
+        );
+        assert!(rig.observe(vec![Observation::Recovered]).is_empty());
+    }
+
+    #[test]
+    fn clock_jumps_move_the_shown_deadline_and_never_end_the_wait_early() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(600)));
+        // The wall clock jumps an hour ahead: the deadline moves with it, no early end.
+        assert_eq!(
+            rig.advance(10, 3_600_000),
+            ["g1 waiting_for_reset (usage limit) @4230"]
+        );
+        assert!(rig.advance(619, 0).is_empty());
+        // Then two hours back.
+        assert_eq!(
+            rig.advance(0, -7_200_000),
+            ["g1 waiting_for_reset (usage limit) @-2970"]
+        );
+        assert_eq!(
+            rig.advance(1, 0)[0],
+            "g1 needs_attention (limit reset; continue the session)"
+        );
+    }
+
+    #[test]
+    fn waits_are_clamped_between_15_s_and_8_days() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(limit(Some(-3600)))[1],
+            "g1 waiting_for_reset (usage limit) @15"
+        );
+        let mut far = Rig::new();
+        assert_eq!(
+            far.observe(limit(Some(30 * 86_400)))[1],
+            format!("g1 waiting_for_reset (usage limit) @{}", 8 * 86_400)
+        );
+    }
+
+    #[test]
+    fn cancellation_by_input_close_and_unrequested_respawn() {
+        for how in ["input", "respawn"] {
+            let mut rig = Rig::new();
+            rig.observe(limit(Some(600)));
+            let lines = match how {
+                "input" => {
+                    let mut out = Vec::new();
+                    rig.machine.cancelled_by_person(1, &mut out);
+                    out.into_iter().filter_map(describe).collect()
+                }
+                _ => {
+                    let (opened, lines) = rig.open(2);
+                    assert_eq!(opened, Opened::Respawned);
+                    lines
+                }
+            };
+            assert_eq!(
+                lines
+                    .last()
+                    .expect("a status")
+                    .split_once(' ')
+                    .expect("g")
+                    .1,
+                "idle (cancelled)",
+                "{how}"
+            );
+            assert!(rig.advance(3600, 0).is_empty(), "{how}: the wait is gone");
+        }
+        // Stale input and a cancel with no episode send nothing.
+        let mut rig = Rig::new();
+        let mut out = Vec::new();
+        rig.machine.cancelled_by_person(1, &mut out);
+        rig.observe(limit(Some(600)));
+        rig.machine.cancelled_by_person(0, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(rig.open(1).0, Opened::Repeat);
+        assert_eq!(rig.open(0).0, Opened::Stale);
+    }
+
+    #[test]
+    fn ambiguity_and_unknown_sessions_never_resume() {
+        let mut rig = Rig::new();
+        assert_eq!(
+            rig.observe(vec![Observation::Ambiguous]),
+            [
+                "g1 needs_attention (several sessions match; resume by hand)",
+                "g1 attention"
+            ]
+        );
+        assert!(
+            rig.exit().is_empty(),
+            "no relaunch after an ambiguous binding"
+        );
+
+        let mut rig = Rig::new();
+        rig.script.borrow_mut().resume_args = None;
+        rig.observe(limit(Some(0)));
+        rig.exit();
+        assert_eq!(
+            rig.advance(30, 0),
+            [
+                "g1 needs_attention (session unknown; resume by hand)",
+                "g1 attention"
+            ]
+        );
+    }
+
+    #[test]
+    fn provider_retries_are_shown_and_left_alone_then_gave_up_calls_the_person() {
+        let mut rig = Rig::new();
+        rig.script.borrow_mut().attention_after_resume = true;
+        let retry = |s| {
+            vec![Observation::ProviderRetrying {
+                until_epoch: Some(T0 / 1000 + s),
+            }]
+        };
+        assert_eq!(
+            rig.observe(retry(20)),
+            ["g1 waiting_for_reset (provider retrying) @20"]
+        );
+        assert!(rig.observe(retry(20)).is_empty());
+        assert_eq!(
+            rig.observe(retry(44)),
+            ["g1 waiting_for_reset (provider retrying) @44"]
+        );
+        assert!(
+            rig.advance(3600, 0).is_empty(),
+            "never intervenes while retrying"
+        );
+        assert_eq!(
+            rig.observe(vec![Observation::GaveUp]),
+            [
+                "g1 needs_attention (provider gave up; continue the session)",
+                "g1 attention"
+            ]
+        );
+        // It exits later: relaunch with the session, confirmed, then the person is called.
+        assert_eq!(
+            rig.exit()[1],
+            "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
+        );
+        // No reset time was known, so the attempt count stays for the episode.
+        assert_eq!(rig.open(2).1, ["g2 idle (resumed) #1", "g2 attention"]);
+    }
+
+    #[test]
+    fn a_retry_the_person_cancelled_ends_without_an_alarm() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying {
+            until_epoch: Some(T0 / 1000 + 20),
+        }]);
+        let mut out = Vec::new();
+        rig.machine.cancelled_by_person(1, &mut out);
+        assert_eq!(
+            out.into_iter().filter_map(describe).collect::<Vec<_>>(),
+            ["g1 idle (cancelled)"]
+        );
+        assert!(rig.observe(vec![Observation::GaveUp]).is_empty());
+        // A later retry is a new episode again.
+        rig.observe(vec![Observation::ProviderRetrying {
+            until_epoch: Some(T0 / 1000 + 50),
+        }]);
+        assert_eq!(
+            rig.observe(vec![Observation::GaveUp]),
+            [
+                "g1 needs_attention (provider gave up; continue the session)",
+                "g1 attention"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_provider_that_recovers_by_itself_goes_quietly_idle() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying { until_epoch: None }]);
+        assert_eq!(
+            rig.observe(vec![Observation::Recovered]),
+            ["g1 idle (recovered)"]
+        );
+    }
+
+    #[test]
+    fn an_exit_while_the_provider_retried_waits_for_its_retry_time_then_resumes() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying {
+            until_epoch: Some(T0 / 1000 + 100),
+        }]);
+        assert_eq!(rig.exit(), ["g1 waiting_for_reset (usage limit) @130"]);
+        assert_eq!(
+            rig.advance(130, 0)[1],
+            "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
+        );
+    }
+}

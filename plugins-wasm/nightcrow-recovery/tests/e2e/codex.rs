@@ -1,0 +1,183 @@
+//! Codex panes: the real 0.169 rollouts appended to a temp `CODEX_HOME` as Codex writes them.
+
+use std::io::Write;
+
+use nightcrow_protocol::Event;
+
+use crate::util::{PANE, Plugin, token};
+
+const LIMIT_ROLLOUT: &str = "real-0.169-mock-backend/exec-c-normal-then-limit/rollout-2026-12-02T16-10-09-01a23785-4104-78f1-b4f0-247bed73e273.jsonl";
+const LIMIT_UUID: &str = "01a23785-4104-78f1-b4f0-247bed73e273";
+const NO_HEADERS_ROLLOUT: &str = "real-0.169-mock-backend/exec-b-variant-no-rate-limit-headers/rollout-2026-12-02T16-10-08-01a23785-3c47-7c32-9d29-4a0452622344.jsonl";
+const NORMAL_ROLLOUT: &str = "real-0.169-mock-backend/exec-a-normal/rollout-2026-12-02T16-09-52-01a23784-fe56-70f1-80cd-3fa99065980c.jsonl";
+
+#[test]
+fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed() {
+    let mut plugin = Plugin::start();
+    plugin.open(1, "codex exec 'do the thing'");
+    assert!(plugin.sync().is_empty());
+    let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
+    // Turns 1 and 2, as Codex appends them: the limit is seen at turn 2's end.
+    let out = plugin.replay(&path, &records[..=20]);
+    // Reset 1796228415 (the exhausted primary window) + 30 s.
+    assert_eq!(
+        out,
+        [
+            "g1 limit_detected usage limit 1796228415 #0",
+            "g1 waiting_for_reset usage limit 1796228445 #0",
+        ]
+    );
+    // `codex exec` exits 1 at the limit.
+    plugin.send(Event::PaneExited {
+        token: token(PANE),
+        generation: 1,
+    });
+    assert!(plugin.sync().is_empty(), "waits for the reset");
+    let left = 1_796_228_445 - plugin.wall_ms / 1000;
+    plugin.advance(left as u64 - 1);
+    assert!(plugin.sync().is_empty(), "not a second early");
+    plugin.advance(1);
+    assert_eq!(
+        plugin.sync(),
+        [
+            "g1 ready_to_resume limit reset - #0".to_owned(),
+            format!("g1 relaunch resume {LIMIT_UUID}"),
+            "g1 resuming resuming session - #1".to_owned(),
+        ]
+    );
+    plugin.advance(3);
+    plugin.open(2, "codex exec 'do the thing'");
+    assert_eq!(plugin.sync(), ["g2 idle resumed - #0"]);
+    // The resumed session's next turn is normal: nothing more to say.
+    assert!(plugin.replay(&path, &records[21..]).is_empty());
+    plugin.finish();
+}
+
+#[test]
+fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode() {
+    let mut plugin = Plugin::start();
+    plugin.open(1, "codex");
+    let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
+    let out = plugin.replay(&path, &records[..=20]);
+    assert_eq!(out.len(), 2, "{out:?}");
+    plugin.advance(3600);
+    assert_eq!(
+        plugin.sync(),
+        [
+            "g1 needs_attention limit reset; continue the session - #0",
+            "g1 attention"
+        ]
+    );
+    // The person continued by hand? No input came; Codex itself answered turn 3.
+    assert_eq!(
+        plugin.replay(&path, &records[21..]),
+        ["g1 idle recovered - #0"]
+    );
+    plugin.finish();
+}
+
+#[test]
+fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels() {
+    let mut plugin = Plugin::start();
+    plugin.open(1, "/usr/local/bin/codex exec");
+    let (path, records) = plugin.rollout(NO_HEADERS_ROLLOUT);
+    assert_eq!(
+        plugin.replay(&path, &records),
+        [
+            "g1 limit_detected usage limit - #0",
+            "g1 backoff usage limit; no reset time - #0"
+        ]
+    );
+    plugin.send(Event::UserInput {
+        token: token(PANE),
+        generation: 1,
+    });
+    assert_eq!(plugin.sync(), ["g1 idle cancelled - #0"]);
+    plugin.advance(3600);
+    assert!(plugin.sync().is_empty());
+    plugin.finish();
+}
+
+#[test]
+fn two_candidate_rollouts_never_resume() {
+    let mut plugin = Plugin::start();
+    plugin.open(1, "codex");
+    let (normal, normal_records) = plugin.rollout(NORMAL_ROLLOUT);
+    let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
+    plugin.replay(&normal, &normal_records);
+    assert_eq!(
+        plugin.replay(&path, &records[..=20]),
+        [
+            "g1 needs_attention several sessions match; resume by hand - #0",
+            "g1 attention"
+        ]
+    );
+    plugin.send(Event::PaneExited {
+        token: token(PANE),
+        generation: 1,
+    });
+    plugin.advance(86_400);
+    assert!(plugin.sync().is_empty(), "no relaunch, ever");
+    plugin.finish();
+}
+
+#[test]
+fn other_panes_bad_lines_and_unknown_tokens() {
+    let mut plugin = Plugin::start();
+    for command in ["npx codex", "bash", "opencode-x"] {
+        plugin.open(1, command);
+    }
+    plugin
+        .stdin
+        .write_all(b"{\"event\":\"shutdown\",\"v\":2}\nnot json\n\xff\xfe\n")
+        .expect("write");
+    assert!(
+        plugin.sync().is_empty(),
+        "ignored panes and bad lines produce nothing"
+    );
+    // Events for a pane it never got: it asks once, not again within 30 s.
+    let stranger = token("5e000000000000000000000000000001");
+    plugin.send(Event::PaneOutput {
+        token: stranger.clone(),
+        generation: 1,
+        text: "hi".into(),
+    });
+    plugin.send(Event::PaneOutput {
+        token: stranger.clone(),
+        generation: 1,
+        text: "hi".into(),
+    });
+    assert_eq!(plugin.sync(), [format!("watch {}", stranger.as_str())]);
+    plugin.advance(31);
+    plugin.send(Event::PaneIdle {
+        token: stranger.clone(),
+        generation: 1,
+        idle_ms: 10_000,
+    });
+    assert_eq!(plugin.sync(), [format!("watch {}", stranger.as_str())]);
+    plugin
+        .stderr_until(|stderr| stderr.contains("version mismatch") && stderr.contains("not UTF-8"));
+    plugin.finish();
+}
+
+#[test]
+fn at_most_64_panes_are_tracked_and_the_overflow_is_logged_once() {
+    let mut plugin = Plugin::start();
+    for n in 0..66u32 {
+        plugin.send(Event::PaneOpened {
+            token: token(&format!("{:032x}", 0xa000 + n)),
+            generation: 1,
+            title: None,
+            command: Some("codex".into()),
+            cwd: plugin.cwd.clone(),
+        });
+    }
+    plugin.sync();
+    let full: Vec<&String> = plugin
+        .seen
+        .iter()
+        .filter(|line| line.contains("tracking 64 panes already"))
+        .collect();
+    assert_eq!(full.len(), 1, "logged once: {full:?}");
+    plugin.finish();
+}
