@@ -1,8 +1,10 @@
 //! The `nightcrow` binary: daemon, CLI and TUI client in one program.
 //!
-//! Only `init` exists so far; the daemon, `demo` and the clients arrive with the hub and
-//! daemon layers (see `docs/ARCHITECTURE.md`).
+//! `init` and `plugin check|run` exist so far; the daemon, `demo` and the clients arrive
+//! with the hub and daemon layers (see `docs/ARCHITECTURE.md`).
 #![forbid(unsafe_code)]
+
+mod plugin;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,6 +32,9 @@ enum Action {
         #[arg(long)]
         force: bool,
     },
+    /// Look at or try out one plugin file.
+    #[command(subcommand)]
+    Plugin(plugin::PluginAction),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +42,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Action::Init { force }) => {
             config_path(cli.config.as_deref()).and_then(|path| init(&path, force))
+        }
+        Some(Action::Plugin(action)) => {
+            install_logging();
+            load_config(cli.config.as_deref())
+                .and_then(|config| plugin::run(action, config.as_ref()))
         }
         None => Err(format!(
             "nightcrow {} (plugin protocol v{}): the daemon is not built yet; see README.md",
@@ -53,6 +63,40 @@ fn main() -> ExitCode {
     }
 }
 
+/// Log lines (a plugin's stderr among them) to stderr. `NIGHTCROW_LOG` filters like
+/// `RUST_LOG`; wasmtime's own DEBUG lines echo guest output, so they stay off by default.
+fn install_logging() {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("NIGHTCROW_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(
+                "info,wasmtime=warn,wasmtime_wasi=warn,cranelift=warn",
+            )
+        });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+/// The config if its file exists (a missing one is not an error here); every problem in
+/// it, with file, line and column, if it does not load.
+fn load_config(explicit: Option<&Path>) -> Result<Option<nightcrow_config::Config>, String> {
+    let path = config_path(explicit)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    nightcrow_config::load(&path, &user_home()?)
+        .map(Some)
+        .map_err(|errors| errors.to_string())
+}
+
+fn user_home() -> Result<PathBuf, String> {
+    std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+        .map(PathBuf::from)
+        .ok_or_else(|| "cannot find your home directory; set NIGHTCROW_HOME".to_owned())
+}
+
 /// `--config`, else `$NIGHTCROW_HOME/config.toml`, else `~/.nightcrow/config.toml`.
 fn config_path(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(path) = explicit {
@@ -61,11 +105,7 @@ fn config_path(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(home) = std::env::var_os("NIGHTCROW_HOME") {
         return Ok(PathBuf::from(home).join("config.toml"));
     }
-    let user_home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
-        .ok_or("cannot find your home directory; set NIGHTCROW_HOME")?;
-    Ok(PathBuf::from(user_home)
-        .join(".nightcrow")
-        .join("config.toml"))
+    Ok(user_home()?.join(".nightcrow").join("config.toml"))
 }
 
 fn init(path: &Path, force: bool) -> Result<(), String> {

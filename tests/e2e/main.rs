@@ -2,6 +2,8 @@
 //! links once (STYLE item 2).
 //!
 //! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
+//! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
+//!   dying with its host after `kill -9`.
 //! - [`util`]: the plugin harness — one shared
 //!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
 //!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of
@@ -12,4 +14,5 @@
 
 mod cli;
 mod hostile;
+mod plugin_cli;
 mod util;

@@ -144,9 +144,24 @@ impl PluginRuntime {
     }
 
     /// Compiles (or reuses) and audits a wasm plugin without starting it: what `nightcrow
-    /// plugin check` reports. Errors name the offending imports.
-    pub async fn check(&self, source: &PluginSource) -> Result<(), StartError> {
-        self.compile(source).await.map(drop)
+    /// plugin check` reports. Returns the imports it passed the audit with; errors name the
+    /// offending ones.
+    pub async fn check(&self, source: &PluginSource) -> Result<Vec<String>, StartError> {
+        let imports = match self.compile(source).await? {
+            Compiled::Component(pre) => pre
+                .instance_pre()
+                .component()
+                .component_type()
+                .imports(&self.inner.engine)
+                .map(|(name, _)| name.to_owned())
+                .collect(),
+            Compiled::Module(pre) => pre
+                .module()
+                .imports()
+                .map(|import| format!("{}::{}", import.module(), import.name()))
+                .collect(),
+        };
+        Ok(imports)
     }
 
     /// wasmtime's cache counters plus in-memory reuse.

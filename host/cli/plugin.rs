@@ -1,0 +1,226 @@
+//! `nightcrow plugin check` and `nightcrow plugin run`: a plugin author's (and a careful
+//! user's) view of one plugin file, through the same runtime the daemon uses.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use nightcrow_config::{Config, PluginCommand, Runtime};
+use nightcrow_plugin_host::{
+    ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+};
+use nightcrow_protocol::{Frame, MAX_LINE_BYTES, decode_event, encode_command};
+use tokio::io::{AsyncWriteExt, BufReader};
+
+#[derive(Debug, Subcommand)]
+pub enum PluginAction {
+    /// Audit a plugin file: load and compile it, check its imports against the plugin
+    /// world, and show what the current config would grant it.
+    Check {
+        /// A `.wasm` component (or wasip1 module), or `builtin:<name>`.
+        file: String,
+    },
+    /// Run one plugin as the daemon would, with no panes: each line on stdin is an event
+    /// (NDJSON, protocol v3) sent to it; each command it writes is decoded and printed on
+    /// stdout (not judged: with no panes, nothing would be approved). End of stdin stops it.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A `.wasm` component, `builtin:<name>`, or (with `--native`) an executable.
+    file: String,
+    /// Run it as a trusted native child process instead of in the sandbox.
+    #[arg(long)]
+    native: bool,
+    /// Grant read-only access to this directory (repeatable).
+    #[arg(long = "read", value_name = "DIR")]
+    read_dirs: Vec<PathBuf>,
+    /// Grant outbound TCP to this loopback `ADDRESS:PORT[-LAST]` (repeatable).
+    #[arg(long = "connect", value_name = "ADDR", value_parser = ConnectRule::parse)]
+    connect: Vec<ConnectRule>,
+    /// Set this environment variable for the plugin (repeatable); nothing is inherited.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// Memory limit in MiB.
+    #[arg(long, default_value_t = Sandbox::DEFAULT_MEMORY_MIB)]
+    memory_mib: u32,
+    /// Longest run without blocking, in milliseconds.
+    #[arg(long, default_value_t = Sandbox::DEFAULT_CPU_SLICE_MS)]
+    cpu_slice_ms: u32,
+    /// Arguments for the plugin.
+    #[arg(last = true)]
+    args: Vec<String>,
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+pub fn run(action: PluginAction, config: Option<&Config>) -> Result<(), String> {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    match action {
+        PluginAction::Check { file } => tokio.block_on(check(&file, config)),
+        PluginAction::Run(args) => tokio.block_on(run_plugin(args)),
+    }
+}
+
+fn source(file: &str) -> Result<PluginSource, String> {
+    if let Some(name) = file.strip_prefix(nightcrow_builtin::PREFIX) {
+        let bytes = nightcrow_builtin::lookup(file).ok_or_else(|| {
+            format!(
+                "there is no {file}; built in: {}",
+                nightcrow_builtin::NAMES.join(", ")
+            )
+        })?;
+        return Ok(PluginSource::Builtin {
+            name: name.to_owned(),
+            bytes: bytes.into(),
+        });
+    }
+    Ok(PluginSource::Path(PathBuf::from(file)))
+}
+
+fn runtime() -> Result<PluginRuntime, String> {
+    PluginRuntime::new(RuntimeConfig::user_default()).map_err(|e| e.to_string())
+}
+
+async fn check(file: &str, config: Option<&Config>) -> Result<(), String> {
+    let source = source(file)?;
+    let imports = runtime()?
+        .check(&source)
+        .await
+        .map_err(|e| format!("{file}: {e}"))?;
+    println!("{file}: loads, and imports only the plugin world:");
+    for import in &imports {
+        println!("  {import}");
+    }
+    let granted: Vec<_> = config
+        .map(|config| {
+            config
+                .plugins
+                .iter()
+                .filter(|plugin| names_file(&plugin.command, file))
+                .collect()
+        })
+        .unwrap_or_default();
+    if granted.is_empty() {
+        println!("no [[plugin]] in the config runs this file, so it is granted nothing");
+    }
+    for plugin in granted {
+        let sandbox = &plugin.sandbox;
+        let state = if plugin.enabled {
+            "enabled"
+        } else {
+            "disabled"
+        };
+        println!("[[plugin]] {:?} ({state}) would grant:", plugin.name);
+        if plugin.runtime == Runtime::Native {
+            println!("  everything: runtime = \"native\" runs it unsandboxed, as you");
+            continue;
+        }
+        let or_none = |items: Vec<String>| {
+            if items.is_empty() {
+                "none".to_owned()
+            } else {
+                items.join(", ")
+            }
+        };
+        let dirs = sandbox.read_dirs.iter().map(|d| d.display().to_string());
+        println!("  read-only directories: {}", or_none(dirs.collect()));
+        println!("  outbound TCP: {}", or_none(sandbox.connect.clone()));
+        let keys = plugin.env.iter().map(|(key, _)| key.clone());
+        println!("  environment variables: {}", or_none(keys.collect()));
+        println!(
+            "  limits: {} MiB memory, {} ms without blocking",
+            sandbox.memory_mib, sandbox.cpu_slice_ms
+        );
+    }
+    Ok(())
+}
+
+fn names_file(command: &PluginCommand, file: &str) -> bool {
+    match command {
+        PluginCommand::Builtin(name) => file.strip_prefix(nightcrow_builtin::PREFIX) == Some(name),
+        PluginCommand::Path(path) => same_file(path, Path::new(file)),
+        PluginCommand::Installed(_) => false,
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+async fn run_plugin(args: RunArgs) -> Result<(), String> {
+    let runtime_dir = std::env::temp_dir().join("nightcrow-plugin-run");
+    let spec = PluginSpec {
+        name: args.file.clone(),
+        runtime: if args.native {
+            RuntimeKind::Native
+        } else {
+            RuntimeKind::Wasm
+        },
+        source: source(&args.file)?,
+        args: args.args,
+        env: args.env,
+        runtime_dir,
+        sandbox: Sandbox {
+            read_dirs: args.read_dirs,
+            connect: args.connect,
+            memory_mib: args.memory_mib,
+            cpu_slice_ms: args.cpu_slice_ms,
+        },
+    };
+    let mut plugin = runtime()?
+        .start(&spec)
+        .await
+        .map_err(|e| format!("{}: {e}", spec.name))?;
+    let mut events =
+        nightcrow_protocol::AsyncLines::new(BufReader::new(tokio::io::stdin()), MAX_LINE_BYTES);
+    let mut stdout = tokio::io::stdout();
+    let mut stdin_open = true;
+    loop {
+        tokio::select! {
+            frame = events.next_frame(), if stdin_open => match frame {
+                Ok(Some(Frame::Line(line))) => match decode_event(&line) {
+                    Ok(event) => {
+                        if !plugin.send(event) {
+                            eprintln!("event dropped: the plugin is not keeping up");
+                        }
+                    }
+                    Err(error) => eprintln!("not an event, ignored: {error}"),
+                },
+                Ok(Some(other)) => eprintln!("stdin line ignored: {other:?}"),
+                Ok(None) | Err(_) => {
+                    stdin_open = false;
+                    plugin.begin_shutdown();
+                }
+            },
+            command = plugin.recv() => match command {
+                Some(command) => {
+                    let line = encode_command(&command).map_err(|e| e.to_string())?;
+                    stdout
+                        .write_all(line.as_bytes())
+                        .await
+                        .and(stdout.flush().await)
+                        .map_err(|e| format!("cannot write to stdout: {e}"))?;
+                }
+                None => break,
+            },
+        }
+    }
+    let (cause, requested) = plugin.ended().await;
+    if requested {
+        Ok(())
+    } else {
+        Err(format!("{}: {cause}", spec.name))
+    }
+}
