@@ -1,6 +1,7 @@
 //! End-to-end tests of the `nightcrow` binary and its layers, in one test binary so that it
 //! links once (STYLE item 2).
 //!
+//! - [`cache`]: the compilation cache across starts and daemon restarts, and its owner check.
 //! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
@@ -12,6 +13,7 @@
 //! - [`hostile`]: the hostile-plugin suite (SPEC §10, issue 5): every guest of
 //!   `tests/plugins` misbehaving in one way, each case run on both runtimes where it applies.
 
+mod cache;
 mod cli;
 mod hostile;
 mod plugin_cli;
