@@ -5,6 +5,7 @@
 //! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
+//! - [`wasip1`]: core modules through wasmtime's preview-1 support, and their import audit.
 //! - [`util`]: the plugin harness — one shared
 //!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
 //!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of
@@ -18,3 +19,4 @@ mod cli;
 mod hostile;
 mod plugin_cli;
 mod util;
+mod wasip1;
