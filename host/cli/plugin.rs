@@ -133,7 +133,8 @@ async fn check(file: &str, config: Option<&Config>) -> Result<(), String> {
         };
         let dirs = sandbox.read_dirs.iter().map(|d| d.display().to_string());
         println!("  read-only directories: {}", or_none(dirs.collect()));
-        println!("  outbound TCP: {}", or_none(sandbox.connect.clone()));
+        let rules = sandbox.connect.iter().map(ToString::to_string);
+        println!("  outbound TCP: {}", or_none(rules.collect()));
         let keys = plugin.env.iter().map(|(key, _)| key.clone());
         println!("  environment variables: {}", or_none(keys.collect()));
         println!(

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use nightcrow_guard::GuardLimits;
+use nightcrow_guard::{ConnectRule, GuardLimits};
 use toml::Spanned;
 
 use crate::raw::{RawConfig, RawPlugin, RawSandbox};
@@ -81,8 +81,8 @@ pub enum Runtime {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxConfig {
     pub read_dirs: Vec<PathBuf>,
-    /// As written; the plugin runtime parses and checks each (loopback only).
-    pub connect: Vec<String>,
+    /// Loopback `address:port[-last]` grants, checked here so a bad one has a position.
+    pub connect: Vec<ConnectRule>,
     pub memory_mib: u32,
     pub cpu_slice_ms: u32,
 }
@@ -256,9 +256,16 @@ fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> SandboxConf
             ));
         }
     }
+    let mut connect = Vec::with_capacity(raw.connect.len());
+    for entry in raw.connect {
+        match ConnectRule::parse(entry.get_ref()) {
+            Ok(rule) => connect.push(rule),
+            Err(error) => problems.push((entry.span(), format!("connect entry {error}"))),
+        }
+    }
     SandboxConfig {
         read_dirs,
-        connect: raw.connect.into_iter().map(Spanned::into_inner).collect(),
+        connect,
         memory_mib,
         cpu_slice_ms,
     }

@@ -1,5 +1,7 @@
 use std::path::{Path, PathBuf};
 
+use nightcrow_guard::ConnectRule;
+
 use super::*;
 
 const HOME: &str = "/home/a";
@@ -58,7 +60,10 @@ fn the_documented_plugin_block_parses_and_resolves() {
         plugin.sandbox.read_dirs,
         [PathBuf::from("/home/a/.codex/sessions")]
     );
-    assert_eq!(plugin.sandbox.connect, ["127.0.0.1:4096"]);
+    assert_eq!(
+        plugin.sandbox.connect,
+        [ConnectRule::parse("127.0.0.1:4096").unwrap()]
+    );
     assert_eq!(
         (plugin.sandbox.memory_mib, plugin.sandbox.cpu_slice_ms),
         (64, 200)
@@ -224,5 +229,20 @@ fn the_starter_file_is_valid_and_enables_nothing() {
     assert!(!config.plugins[0].enabled);
     assert!(config.startup_commands.is_empty());
     assert_eq!(config.guard, GuardLimits::default());
-    assert_eq!(config.plugins[0].sandbox.connect, ["127.0.0.1:4096"]);
+    assert_eq!(
+        config.plugins[0].sandbox.connect,
+        [ConnectRule::parse("127.0.0.1:4096").unwrap()]
+    );
+}
+
+#[test]
+fn connect_entries_are_checked_with_their_position() {
+    check_errors(
+        "[[plugin]]\nname = \"p\"\ncommand = \"/p.wasm\"\n[plugin.sandbox]\n\
+         connect = [\"127.0.0.1:4096\", \"10.0.0.1:80\", \"localhost:1\"]\n",
+        &[
+            "5:30: connect entry `10.0.0.1:80` is not a loopback address; only 127.0.0.0/8 and ::1 can be granted",
+            "5:45: connect entry `localhost:1` is not `ADDRESS:PORT` or `ADDRESS:FIRST-LAST` (IPv6 as `[::1]:PORT`)",
+        ],
+    );
 }

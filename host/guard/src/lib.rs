@@ -57,10 +57,14 @@
 //!     other => panic!("{other:?}"),
 //! }
 //! ```
+//!
+//! The other permission a plugin can hold, the sandbox's outbound TCP grant, is a
+//! [`ConnectRule`]: it can name only loopback addresses.
 #![forbid(unsafe_code)]
 
 mod approved;
 mod budget;
+mod connect;
 mod facts;
 mod guard;
 mod limits;
@@ -73,6 +77,7 @@ pub use approved::{
     Approved, ApprovedAttention, ApprovedLog, ApprovedRelaunch, ApprovedSendInput, ApprovedStatus,
     ApprovedWatchPane, Target,
 };
+pub use connect::{ConnectRule, ConnectRuleError};
 pub use facts::{PaneFacts, PaneId, PaneOwner, PaneState, PluginPolicy};
 pub use guard::{Guard, IDLE_THRESHOLD, Verdict};
 pub use limits::{GuardLimits, InvalidLimits, MAX_LIMIT_PER_WINDOW};

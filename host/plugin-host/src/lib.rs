@@ -50,10 +50,11 @@ mod wasm;
 use std::path::PathBuf;
 
 pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, import_allowed};
+pub use nightcrow_guard::ConnectRuleError;
 pub use plugin::{Health, INBOUND_QUEUE, OUTBOUND_QUEUE, Plugin, PluginState, SHUTDOWN_GRACE};
 pub use process::{BoxFuture, ExitCause, Launched, PluginProcess};
 pub use runtime::{CacheStats, EPOCH_TICK, PluginRuntime, RuntimeConfig, RuntimeError};
-pub use spec::{ConnectRule, ConnectRuleError, PluginSource, PluginSpec, RuntimeKind, Sandbox};
+pub use spec::{ConnectRule, PluginSource, PluginSpec, RuntimeKind, Sandbox};
 pub use supervisor::{Backoff, Decision, Lifecycle, RestartPolicy, Supervised, Supervisor};
 pub use wasm::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, PIPE_BYTES};
 
