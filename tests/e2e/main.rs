@@ -6,6 +6,8 @@
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
 //! - [`wasip1`]: core modules through wasmtime's preview-1 support, and their import audit.
+//! - [`recovery`]: the bundled recovery plugin as a wasm component in the real runtime,
+//!   with and without its sandbox grant.
 //! - [`util`]: the plugin harness — one shared
 //!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
 //!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of
@@ -18,5 +20,6 @@ mod cache;
 mod cli;
 mod hostile;
 mod plugin_cli;
+mod recovery;
 mod util;
 mod wasip1;
