@@ -20,6 +20,14 @@ const T0_MS: i64 = 1_796_227_200_000;
 const PANE: &str = "4f1c00000000000000000000000000e2";
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// The one grant a case gives beyond the clock dir.
+#[derive(Clone, Copy)]
+enum Grant {
+    Nothing,
+    CodexHome,
+    Connect(u16),
+}
+
 struct Recovery {
     child: Child,
     stdin: ChildStdin,
@@ -34,6 +42,14 @@ struct Recovery {
 impl Recovery {
     /// The component with its clock dir granted, and the Codex home too if `grant_codex`.
     fn start(grant_codex: bool) -> Recovery {
+        Recovery::start_with(if grant_codex {
+            Grant::CodexHome
+        } else {
+            Grant::Nothing
+        })
+    }
+
+    fn start_with(grant: Grant) -> Recovery {
         let home = tempfile::tempdir().unwrap();
         let codex = home.path().join("codex");
         let clock_dir = home.path().join("clock");
@@ -62,8 +78,14 @@ impl Recovery {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        if grant_codex {
-            command.arg("--read").arg(&codex);
+        match grant {
+            Grant::CodexHome => {
+                command.arg("--read").arg(&codex);
+            }
+            Grant::Connect(port) => {
+                command.arg("--connect").arg(format!("127.0.0.1:{port}"));
+            }
+            Grant::Nothing => {}
         }
         let mut child = command.spawn().expect("nightcrow runs");
         let stdout = child.stdout.take().unwrap();
@@ -250,4 +272,69 @@ fn without_the_grant_the_wasm_plugin_sees_nothing_and_keeps_running() {
     plugin.advance(24 * 3600);
     assert!(plugin.sync().is_empty());
     plugin.finish();
+}
+
+/// A loopback server that reports the request line of every request made to it.
+fn listening_server() -> (u16, Receiver<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sender, requests) = channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for stream in listener.incoming().map_while(Result::ok) {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(&stream).read_line(&mut line);
+            if sender.send(line).is_err() {
+                break;
+            }
+            // Dropping the stream answers nothing: the plugin must cope with that too.
+        }
+    });
+    (port, requests)
+}
+
+/// Opens an OpenCode pane on `port` and gives the plugin ten seconds of its clock.
+fn watch_opencode(plugin: &mut Recovery, port: u16) {
+    let cwd = plugin.home.path().join("my repo").display().to_string();
+    plugin.send(Event::PaneOpened {
+        token: Token::parse(PANE).unwrap(),
+        generation: 1,
+        title: None,
+        command: Some(format!("opencode --port {port}")),
+        cwd,
+    });
+    for _ in 0..10 {
+        plugin.advance(1);
+        assert!(
+            plugin.sync().is_empty(),
+            "nothing to report about a silent server"
+        );
+    }
+}
+
+#[test]
+fn with_the_connect_grant_the_wasm_plugin_reaches_the_opencode_server() {
+    let (port, requests) = listening_server();
+    let mut plugin = Recovery::start_with(Grant::Connect(port));
+    watch_opencode(&mut plugin, port);
+    let request = requests
+        .recv_timeout(PATIENCE)
+        .expect("the plugin connects through the sandbox");
+    assert!(
+        request.starts_with("GET /") && request.contains("directory="),
+        "{request:?}"
+    );
+    plugin.finish();
+}
+
+#[test]
+fn without_the_connect_grant_the_sandbox_refuses_and_the_plugin_keeps_running() {
+    let (port, requests) = listening_server();
+    let mut plugin = Recovery::start_with(Grant::Nothing);
+    watch_opencode(&mut plugin, port);
+    plugin.finish();
+    assert!(
+        requests.try_recv().is_err(),
+        "a connection got through the sandbox"
+    );
 }
