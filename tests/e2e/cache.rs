@@ -19,6 +19,7 @@ async fn start_once(runtime: &PluginRuntime) {
 
 #[tokio::test]
 async fn a_second_start_of_the_same_file_does_not_compile_again() {
+    let _exclusive = crate::util::memory_exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let config = RuntimeConfig {
         cache_dir: Some(dir.path().join("cache")),

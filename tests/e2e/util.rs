@@ -1,7 +1,7 @@
 //! Harness for tests that run real plugins on the real runtime.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -160,9 +160,32 @@ pub fn rss_bytes() -> u64 {
 
 /// Cases that measure this process's RSS run one at a time, so that one case's guest
 /// memory does not show up in another's measurement.
+/// Cases that compile in this process (cranelift's memory is this process's too) hold it as
+/// well; and before the first measurement every test guest is compiled once, so that no
+/// case's first start compiles during another's measurement.
 pub async fn memory_exclusive() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    LOCK.lock().await
+    static COMPILED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let guard = LOCK.lock().await;
+    COMPILED.get_or_init(compile_every_guest).await;
+    guard
+}
+
+async fn compile_every_guest() {
+    let dir = Path::new(nightcrow_test_plugin_artifacts::ECHO_WASM)
+        .parent()
+        .expect("a guests folder");
+    for entry in std::fs::read_dir(dir).expect("the guests folder lists") {
+        let path = entry.expect("a guest file").path();
+        if path.extension().is_some_and(|ext| ext == "wasm") {
+            within(
+                "a guest compiles",
+                runtime().check(&PluginSource::Path(path.clone())),
+            )
+            .await
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        }
+    }
 }
 
 /// One event the host logged: its level, the `plugin` field (if any) and the rest rendered

@@ -376,6 +376,16 @@ async fn monitor(
     name: Arc<str>,
 ) {
     let (cause, requested) = tokio::select! {
+        // A guest that ends as asked (it read `shutdown`) may be reaped before this task
+        // sees the stop request; checking the request first keeps that a requested stop.
+        biased;
+        () = stop_requested(&mut stop) => {
+            state.send_replace(PluginState::Stopping);
+            match timeout(SHUTDOWN_GRACE, process.wait()).await {
+                Ok(cause) => (cause, true),
+                Err(_) => (process.kill().await, true),
+            }
+        }
         cause = process.wait() => (cause, false),
         _ = &mut stdout_closed => match timeout(EXIT_AFTER_STDOUT_EOF, process.wait()).await {
             Ok(cause) => (cause, false),
@@ -384,13 +394,6 @@ async fn monitor(
                 (ExitCause::ClosedStdout, false)
             }
         },
-        () = stop_requested(&mut stop) => {
-            state.send_replace(PluginState::Stopping);
-            match timeout(SHUTDOWN_GRACE, process.wait()).await {
-                Ok(cause) => (cause, true),
-                Err(_) => (process.kill().await, true),
-            }
-        }
     };
     if requested {
         tracing::info!(plugin = %name, %cause, "plugin stopped");
