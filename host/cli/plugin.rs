@@ -219,10 +219,7 @@ async fn run_plugin(args: RunArgs) -> Result<(), String> {
         }
     }
     let (cause, requested) = plugin.ended().await;
-    // End of stdin asked it to stop; however it then ended, that was the end we wanted
-    // unless it had to be forced.
-    let stopped_as_asked = !stdin_open && cause != nightcrow_plugin_host::ExitCause::Killed;
-    if requested || stopped_as_asked {
+    if requested {
         Ok(())
     } else {
         Err(format!("{}: {cause}", spec.name))

@@ -395,6 +395,9 @@ async fn monitor(
             }
         },
     };
+    // The guest may have ended because it read `shutdown` (only written once a stop was
+    // requested) while this task was in another branch: then it was still asked to.
+    let requested = requested || *stop.borrow();
     if requested {
         tracing::info!(plugin = %name, %cause, "plugin stopped");
     } else {
