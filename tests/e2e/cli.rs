@@ -1,11 +1,9 @@
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn nightcrow(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nightcrow"))
+    crate::util::nightcrow(home)
         .args(args)
-        .env("NIGHTCROW_HOME", home)
-        .env_remove("NIGHTCROW_LOG")
         .output()
         .expect("the nightcrow binary runs")
 }

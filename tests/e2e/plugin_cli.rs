@@ -7,19 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use nightcrow_test_plugin_artifacts as guests;
 
-fn nightcrow(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nightcrow"));
-    command
-        .env("NIGHTCROW_HOME", home)
-        // One compilation cache for every case of this binary; it is the user cache dir's
-        // stand-in, so the tests never write into the real one.
-        .env(
-            "XDG_CACHE_HOME",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
-        .env_remove("NIGHTCROW_LOG");
-    command
-}
+use crate::util::nightcrow;
 
 fn output(command: &mut Command) -> Output {
     command.output().expect("the nightcrow binary runs")

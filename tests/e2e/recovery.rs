@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ impl Recovery {
         std::fs::create_dir_all(&clock_dir).unwrap();
         let clock = clock_dir.join("now");
         write_clock(&clock, 0, T0_MS);
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nightcrow"));
+        let mut command = crate::util::nightcrow(home.path());
         command
             .args(["plugin", "run", "builtin:nightcrow-recovery", "--read"])
             .arg(&clock_dir)
@@ -70,11 +70,6 @@ impl Recovery {
                 nightcrow_plugin_sdk::FAKE_CLOCK_ENV,
                 clock.display()
             ))
-            .env("NIGHTCROW_HOME", home.path())
-            .env(
-                "XDG_CACHE_HOME",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

@@ -42,6 +42,21 @@ pub fn runtime() -> &'static PluginRuntime {
     &RUNTIME
 }
 
+/// The `nightcrow` binary with `home` as its `NIGHTCROW_HOME`, no `NIGHTCROW_LOG`, and one
+/// compilation cache for every case of this binary standing in for the user cache dir, so
+/// tests never write into the real one.
+pub fn nightcrow(home: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_nightcrow"));
+    command
+        .env("NIGHTCROW_HOME", home)
+        .env(
+            "XDG_CACHE_HOME",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+        )
+        .env_remove("NIGHTCROW_LOG");
+    command
+}
+
 /// A spec for `guest` on `kind` with no grants and default limits.
 pub fn spec(name: &str, guest: Guest, kind: RuntimeKind, args: &[&str]) -> PluginSpec {
     let path = match kind {
