@@ -64,10 +64,14 @@ pub fn run(action: PluginAction, config: Option<&Config>) -> Result<(), String> 
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    match action {
+    let result = match action {
         PluginAction::Check { file } => tokio.block_on(check(&file, config)),
         PluginAction::Run(args) => tokio.block_on(run_plugin(args)),
-    }
+    };
+    // tokio reads stdin on a blocking thread that no shutdown can interrupt: waiting for it
+    // would keep `plugin run` alive after a `shutdown` event until its stdin closes.
+    tokio.shutdown_background();
+    result
 }
 
 fn source(file: &str) -> Result<PluginSource, String> {
