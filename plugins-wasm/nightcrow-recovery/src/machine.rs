@@ -37,11 +37,16 @@ pub mod detail {
     pub const NOT_CONFIRMED: &str = "relaunch not confirmed";
     pub const PROVIDER_RETRYING: &str = "provider retrying";
     pub const LIMIT_RESET: &str = "limit reset";
+    pub const RETRY_DUE: &str = "retry time reached";
+    pub const BACKOFF_OVER: &str = "backoff over";
+    pub const GAVE_UP: &str = "provider gave up";
+    pub const NO_RETRY_TIME: &str = "provider retrying; no retry time";
     pub const RESUMING: &str = "resuming session";
     pub const RESUMED: &str = "resumed";
     pub const CANCELLED: &str = "cancelled";
     pub const RECOVERED: &str = "recovered";
     pub const CONTINUE_AFTER_RESET: &str = "limit reset; continue the session";
+    pub const CONTINUE_AFTER_RETRY: &str = "retry time reached; continue the session";
     pub const CONTINUE_AFTER_BACKOFF: &str = "backoff over; continue the session";
     pub const PROVIDER_GAVE_UP: &str = "provider gave up; continue the session";
     pub const AMBIGUOUS: &str = "several sessions match; resume by hand";
@@ -53,8 +58,39 @@ pub mod detail {
 enum WaitKind {
     /// Until a known reset time (the value it was computed from, to spot a repeat report).
     Reset(i64),
+    /// Until the retry time of a provider that exited while retrying by itself.
+    Retry,
     /// No reset time known.
     Backoff,
+}
+
+impl WaitKind {
+    /// The `waiting_for_reset` detail; `None` for a backoff, which shows no deadline.
+    fn waiting_detail(self) -> Option<&'static str> {
+        match self {
+            WaitKind::Reset(_) => Some(detail::USAGE_LIMIT),
+            WaitKind::Retry => Some(detail::PROVIDER_RETRYING),
+            WaitKind::Backoff => None,
+        }
+    }
+
+    /// Why the session can go on now that the wait is over.
+    fn over_detail(self) -> &'static str {
+        match self {
+            WaitKind::Reset(_) => detail::LIMIT_RESET,
+            WaitKind::Retry => detail::RETRY_DUE,
+            WaitKind::Backoff => detail::BACKOFF_OVER,
+        }
+    }
+
+    /// The call to the person when the wait is over and the program still runs.
+    fn continue_detail(self) -> &'static str {
+        match self {
+            WaitKind::Reset(_) => detail::CONTINUE_AFTER_RESET,
+            WaitKind::Retry => detail::CONTINUE_AFTER_RETRY,
+            WaitKind::Backoff => detail::CONTINUE_AFTER_BACKOFF,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +109,10 @@ enum Phase {
         confirm: Wait,
     },
     /// The person was called. `resume_on_exit`: if the process ends now, relaunching is
-    /// still the right thing (the wait is over, the session is known).
+    /// still the right thing (the wait is over, the session is known); the `ready_to_resume`
+    /// detail that says why.
     NeedsAttention {
-        resume_on_exit: bool,
+        resume_on_exit: Option<&'static str>,
     },
 }
 
@@ -188,14 +225,19 @@ impl PaneMachine {
         self.absorb(sink, now, out);
         match self.phase {
             Phase::NeedsAttention {
-                resume_on_exit: true,
-            } => self.relaunch_or_give_up(now, out),
-            Phase::ProviderRetrying { until } => self.start_wait(until, now, out),
+                resume_on_exit: Some(why),
+            } => self.relaunch_or_give_up(why, now, out),
+            Phase::ProviderRetrying { until: Some(until) } => {
+                self.start_wait(WaitKind::Retry, until, now, out)
+            }
+            Phase::ProviderRetrying { until: None } => {
+                self.start_backoff(detail::NO_RETRY_TIME, now, out)
+            }
             Phase::Idle
             | Phase::Waiting { .. }
             | Phase::Resuming { .. }
             | Phase::NeedsAttention {
-                resume_on_exit: false,
+                resume_on_exit: None,
             } => {}
         }
     }
@@ -219,14 +261,9 @@ impl PaneMachine {
                 let (over, kind, deadline) = (wait.observe(now), *kind, wait.deadline_epoch());
                 if over {
                     self.wait_over(kind, now, out);
-                } else if let WaitKind::Reset(_) = kind {
+                } else if let Some(why) = kind.waiting_detail() {
                     // A clock jump moved the deadline: clients should see the new one.
-                    self.report(
-                        out,
-                        state::WAITING_FOR_RESET,
-                        Some(detail::USAGE_LIMIT),
-                        Some(deadline),
-                    );
+                    self.report(out, state::WAITING_FOR_RESET, Some(why), Some(deadline));
                 }
             }
             Phase::Resuming { confirm } => {
@@ -288,7 +325,10 @@ impl PaneMachine {
                         Some(detail::USAGE_LIMIT),
                         reset_epoch,
                     );
-                    self.start_wait(reset_epoch, now, out);
+                    match reset_epoch {
+                        Some(reset) => self.start_wait(WaitKind::Reset(reset), reset, now, out),
+                        None => self.start_backoff(detail::NO_RESET_TIME, now, out),
+                    }
                 }
             }
             Observation::ProviderRetrying { until_epoch } => {
@@ -304,35 +344,32 @@ impl PaneMachine {
             // session ending now is their doing, not the provider's.
             Observation::GaveUp if !self.episode_active() => {}
             Observation::GaveUp if self.alive => {
-                self.needs_attention(detail::PROVIDER_GAVE_UP, true, out);
+                self.needs_attention(detail::PROVIDER_GAVE_UP, Some(detail::GAVE_UP), out);
             }
-            Observation::GaveUp => self.relaunch_or_give_up(now, out),
+            Observation::GaveUp => self.relaunch_or_give_up(detail::GAVE_UP, now, out),
             Observation::Recovered => {
                 if self.episode_active() {
                     self.end_episode();
                     self.report(out, state::IDLE, Some(detail::RECOVERED), None);
                 }
             }
-            Observation::Ambiguous => self.needs_attention(detail::AMBIGUOUS, false, out),
+            Observation::Ambiguous => self.needs_attention(detail::AMBIGUOUS, None, out),
         }
     }
 
-    fn start_wait(&mut self, reset_epoch: Option<i64>, now: Now, out: &mut Vec<Command>) {
-        let Some(reset) = reset_epoch else {
-            return self.start_backoff(detail::NO_RESET_TIME, now, out);
-        };
+    /// Waits until `until_epoch` (plus the margin) for a limit or a retry time.
+    fn start_wait(&mut self, kind: WaitKind, until_epoch: i64, now: Now, out: &mut Vec<Command>) {
         self.reset_known = true;
-        let wait = Wait::start(now, until_reset(reset, now));
-        self.phase = Phase::Waiting {
-            wait,
-            kind: WaitKind::Reset(reset),
-        };
-        self.report(
-            out,
-            state::WAITING_FOR_RESET,
-            Some(detail::USAGE_LIMIT),
-            Some(wait.deadline_epoch()),
-        );
+        let wait = Wait::start(now, until_reset(until_epoch, now));
+        self.phase = Phase::Waiting { wait, kind };
+        if let Some(why) = kind.waiting_detail() {
+            self.report(
+                out,
+                state::WAITING_FOR_RESET,
+                Some(why),
+                Some(wait.deadline_epoch()),
+            );
+        }
     }
 
     /// Backoff shows no deadline: without a reset time any clock time would be a guess.
@@ -348,24 +385,21 @@ impl PaneMachine {
 
     fn wait_over(&mut self, kind: WaitKind, now: Now, out: &mut Vec<Command>) {
         if self.alive {
-            let why = match kind {
-                WaitKind::Reset(_) => detail::CONTINUE_AFTER_RESET,
-                WaitKind::Backoff => detail::CONTINUE_AFTER_BACKOFF,
-            };
-            self.needs_attention(why, true, out);
+            self.needs_attention(kind.continue_detail(), Some(kind.over_detail()), out);
         } else {
-            self.relaunch_or_give_up(now, out);
+            self.relaunch_or_give_up(kind.over_detail(), now, out);
         }
     }
 
-    fn relaunch_or_give_up(&mut self, now: Now, out: &mut Vec<Command>) {
+    /// `why`: the `ready_to_resume` detail.
+    fn relaunch_or_give_up(&mut self, why: &'static str, now: Now, out: &mut Vec<Command>) {
         if self.attempts >= MAX_ATTEMPTS {
-            return self.needs_attention(detail::ATTEMPTS_USED_UP, false, out);
+            return self.needs_attention(detail::ATTEMPTS_USED_UP, None, out);
         }
         let Some(resume_args) = self.adapter.resume_args() else {
-            return self.needs_attention(detail::SESSION_UNKNOWN, false, out);
+            return self.needs_attention(detail::SESSION_UNKNOWN, None, out);
         };
-        self.report(out, state::READY_TO_RESUME, Some(detail::LIMIT_RESET), None);
+        self.report(out, state::READY_TO_RESUME, Some(why), None);
         self.attempts += 1;
         out.push(Command::Log {
             level: LogLevel::Info,
@@ -386,7 +420,12 @@ impl PaneMachine {
         self.report(out, state::RESUMING, Some(detail::RESUMING), None);
     }
 
-    fn needs_attention(&mut self, why: &'static str, resume_on_exit: bool, out: &mut Vec<Command>) {
+    fn needs_attention(
+        &mut self,
+        why: &'static str,
+        resume_on_exit: Option<&'static str>,
+        out: &mut Vec<Command>,
+    ) {
         self.phase = Phase::NeedsAttention { resume_on_exit };
         if self.report(out, state::NEEDS_ATTENTION, Some(why), None) {
             self.attention(out);
@@ -929,10 +968,34 @@ mod tests {
         rig.observe(vec![Observation::ProviderRetrying {
             until_epoch: Some(T0 / 1000 + 100),
         }]);
-        assert_eq!(rig.exit(), ["g1 waiting_for_reset (usage limit) @130"]);
         assert_eq!(
-            rig.advance(130, 0)[1],
+            rig.exit(),
+            ["g1 waiting_for_reset (provider retrying) @130"]
+        );
+        let out = rig.advance(130, 0);
+        assert_eq!(out[0], "g1 ready_to_resume (retry time reached)");
+        assert_eq!(
+            out[1],
             "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
         );
+    }
+
+    #[test]
+    fn an_exit_while_the_provider_retried_without_a_time_backs_off_and_says_so() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying { until_epoch: None }]);
+        assert_eq!(
+            rig.exit(),
+            ["g1 backoff (provider retrying; no retry time)"]
+        );
+    }
+
+    #[test]
+    fn a_give_up_then_an_exit_says_why_it_resumes() {
+        let mut rig = Rig::new();
+        rig.observe(vec![Observation::ProviderRetrying { until_epoch: None }]);
+        rig.observe(vec![Observation::GaveUp]);
+        let out = rig.exit();
+        assert_eq!(out[0], "g1 ready_to_resume (provider gave up)", "{out:?}");
     }
 }
