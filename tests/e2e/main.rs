@@ -6,8 +6,9 @@
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
 //! - [`wasip1`]: core modules through wasmtime's preview-1 support, and their import audit.
-//! - [`recovery`]: the bundled recovery plugin as a wasm component in the real runtime,
-//!   with and without its sandbox grant.
+//! - [`recovery`]: the bundled recovery plugin against real Codex rollouts and a replaying
+//!   OpenCode server, every scenario natively and as a wasm component in the real runtime,
+//!   and without its sandbox grants.
 //! - [`util`]: the plugin harness — one shared
 //!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
 //!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of

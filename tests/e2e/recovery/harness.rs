@@ -1,4 +1,4 @@
-//! The harness: the plugin as a child process, its file clock, the barrier that makes every
+//! The harness: the plugin on either runtime, its file clock, the barrier that makes every
 //! step synchronous, and the checks every test ends with (no transcript text, no files).
 
 use std::io::{BufRead, BufReader, Write};
@@ -15,10 +15,80 @@ pub const PANE: &str = "4f1c00000000000000000000000000e2";
 /// Nothing a test waits for takes this long unless the plugin is broken.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The crate's test data (`tests/fixtures/`, provenance in its README).
+/// The recovery crate's test data (`tests/fixtures/`, provenance in its README).
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins-wasm/nightcrow-recovery/tests/fixtures")
 }
+
+/// Where the plugin runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// The native build as a plain child process, its stdin and stdout the test's: the one
+    /// way to feed it lines the host itself would never send.
+    Native,
+    /// `builtin:nightcrow-recovery` inside the real wasm runtime (`nightcrow plugin run`),
+    /// with only the grants of [`Grants`].
+    Wasm,
+}
+
+/// The sandbox grants of SPEC §9.4 a wasm case gets (native plugins are trusted and get
+/// everything). The clock file's directory is always granted: it is the test's clock.
+#[derive(Debug, Clone)]
+pub struct Grants {
+    /// `read_dirs` holds the Codex home.
+    pub codex_home: bool,
+    /// `connect` holds `127.0.0.1:<port>`.
+    pub connect: Option<u16>,
+    /// `[plugin.env]` beyond `CODEX_HOME`.
+    pub env: Vec<(String, String)>,
+    /// The wall clock at start.
+    pub wall_ms: i64,
+}
+
+impl Default for Grants {
+    fn default() -> Grants {
+        Grants {
+            codex_home: true,
+            connect: None,
+            env: Vec::new(),
+            wall_ms: T0_MS,
+        }
+    }
+}
+
+impl Grants {
+    /// What an OpenCode pane on `port` needs: the port, and the wall clock at `wall_ms`.
+    pub fn opencode(port: u16, wall_ms: i64) -> Grants {
+        Grants {
+            codex_home: false,
+            connect: Some(port),
+            env: Vec::new(),
+            wall_ms,
+        }
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Grants {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+/// Runs `$name(runtime)` once per runtime, as `$name::native` and `$name::wasm`.
+macro_rules! on_both_runtimes {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn native() {
+                super::$name($crate::recovery::harness::Runtime::Native);
+            }
+            #[test]
+            fn wasm() {
+                super::$name($crate::recovery::harness::Runtime::Wasm);
+            }
+        }
+    )*};
+}
+pub(crate) use on_both_runtimes;
 
 pub struct Plugin {
     child: Child,
@@ -38,27 +108,57 @@ pub struct Plugin {
 }
 
 impl Plugin {
-    /// The plugin with only `CODEX_HOME` (a temp dir) in its env, its wall clock at
-    /// [`T0_MS`].
-    pub fn start() -> Plugin {
-        Plugin::start_with(&[], T0_MS)
+    /// The plugin on `runtime` with the default grants: the Codex home readable, its wall
+    /// clock at [`T0_MS`].
+    pub fn start(runtime: Runtime) -> Plugin {
+        Plugin::start_with(runtime, Grants::default())
     }
 
-    /// The plugin with `env` added to its env (as `[plugin.env]` would), its wall clock at
-    /// `wall_ms`.
-    pub fn start_with(env: &[(&str, &str)], wall_ms: i64) -> Plugin {
+    /// The plugin on `runtime` with `grants`: natively they are its env and clock only (a
+    /// native plugin is trusted with everything); in wasm they are all it can reach.
+    pub fn start_with(runtime: Runtime, grants: Grants) -> Plugin {
         let home = tempfile::tempdir().expect("temp dir");
         // A space in the pane cwd, so `?directory=` has something to encode.
         let cwd = home.path().join("my repo");
         std::fs::create_dir_all(&cwd).expect("cwd");
-        let clock = home.path().join("clock");
-        let mut plugin_clock = (0, wall_ms);
-        write_clock(&clock, plugin_clock);
-        let mut child = Process::new(env!("CARGO_BIN_EXE_nightcrow-recovery"))
-            .env_clear()
-            .env("CODEX_HOME", home.path().join("codex"))
-            .envs(env.iter().copied())
-            .env(nightcrow_plugin_sdk::FAKE_CLOCK_ENV, &clock)
+        let codex = home.path().join("codex");
+        std::fs::create_dir_all(&codex).expect("codex home");
+        let clock_dir = home.path().join("clock");
+        std::fs::create_dir_all(&clock_dir).expect("clock dir");
+        let clock = clock_dir.join("now");
+        write_clock(&clock, (0, grants.wall_ms));
+        let mut env = grants.env.clone();
+        env.push(("CODEX_HOME".into(), codex.display().to_string()));
+        env.push((
+            nightcrow_plugin_sdk::FAKE_CLOCK_ENV.into(),
+            clock.display().to_string(),
+        ));
+        let mut process = match runtime {
+            Runtime::Native => {
+                let mut process = Process::new(
+                    nightcrow_builtin::native_path("nightcrow-recovery").expect("bundled"),
+                );
+                process.env_clear().envs(env);
+                process
+            }
+            Runtime::Wasm => {
+                let mut process = crate::util::nightcrow(home.path());
+                process
+                    .args(["plugin", "run", "builtin:nightcrow-recovery", "--read"])
+                    .arg(&clock_dir);
+                if grants.codex_home {
+                    process.arg("--read").arg(&codex);
+                }
+                if let Some(port) = grants.connect {
+                    process.arg("--connect").arg(format!("127.0.0.1:{port}"));
+                }
+                for (key, value) in env {
+                    process.arg("--env").arg(format!("{key}={value}"));
+                }
+                process
+            }
+        };
+        let mut child = process
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -66,14 +166,13 @@ impl Plugin {
             .expect("spawn the plugin");
         let lines = pump(child.stdout.take().expect("stdout"));
         let stderr = pump(child.stderr.take().expect("stderr"));
-        plugin_clock.0 = 0;
         Plugin {
             stdin: child.stdin.take().expect("stdin"),
             child,
             lines,
             clock,
-            mono_ms: plugin_clock.0,
-            wall_ms: plugin_clock.1,
+            mono_ms: 0,
+            wall_ms: grants.wall_ms,
             barrier: 0,
             seen: Vec::new(),
             stderr,
@@ -223,8 +322,9 @@ impl Plugin {
         self.send(Event::Shutdown);
         let status = self.child.wait().expect("wait");
         assert!(status.success(), "plugin exited with {status}");
-        self.seen.extend(self.lines.try_iter());
-        self.drain_stderr();
+        // Both pumps end at end of stream, so this takes every line, however late.
+        self.seen.extend(self.lines.iter());
+        self.seen.extend(self.stderr.iter());
         check_no_transcript(&self.seen);
         let mut files = Vec::new();
         for root in [self.home.path().join("codex"), PathBuf::from(&self.cwd)] {

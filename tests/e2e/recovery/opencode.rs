@@ -8,7 +8,16 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
-use crate::util::{PATIENCE, Plugin, fixtures};
+use super::harness::{Grants, PATIENCE, Plugin, Runtime, fixtures, on_both_runtimes};
+
+on_both_runtimes!(
+    a_give_up_over_the_stream_calls_the_person_and_the_exited_pane_reopens_the_session,
+    recovering_by_itself_is_shown_then_quietly_idle,
+    aborting_with_a_key_during_the_retry_cancels_without_an_alarm,
+    an_exit_while_retrying_waits_for_the_retry_time_then_reopens_the_session,
+    without_the_stream_the_pane_directory_is_polled_every_5_s_and_leaving_unseen_is_a_give_up,
+    unobservable_panes_and_refused_credentials_are_logged_once_and_report_nothing
+);
 
 /// base64("opencode:pw"): what the plugin must send with `OPENCODE_SERVER_PASSWORD=pw`.
 const BASIC_OPENCODE_PW: &str = "Basic b3BlbmNvZGU6cHc=";
@@ -48,12 +57,13 @@ struct Server {
 }
 
 impl Server {
-    fn start(cwd: &str, password: bool) -> Server {
+    /// A server for the pane cwd given to [`Server::serve`] (the port comes first: it is
+    /// the plugin's grant).
+    fn start(password: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("addr").port();
         let replay = Arc::new(Mutex::new(Replay {
-            // The tests' cwd is a temp path plus "my repo": only the space needs escaping.
-            directory: cwd.replace(' ', "%20"),
+            directory: String::new(),
             password,
             refuse_stream: false,
             status_for_pane: "{}".into(),
@@ -75,6 +85,11 @@ impl Server {
             replay,
             requests,
         }
+    }
+
+    fn serve(&self, cwd: &str) {
+        // The tests' cwd is a temp path plus "my repo": only the space needs escaping.
+        self.replay.lock().expect("lock").directory = cwd.replace(' ', "%20");
     }
 
     fn set_status(&self, for_pane: &str, plain: &str) {
@@ -251,10 +266,15 @@ fn open_pane(plugin: &mut Plugin, server: &Server) -> Request {
     server.next_request()
 }
 
-#[test]
-fn a_give_up_over_the_stream_calls_the_person_and_the_exited_pane_reopens_the_session() {
-    let mut plugin = Plugin::start_with(&[("OPENCODE_SERVER_PASSWORD", "pw")], 1_796_228_358_000);
-    let server = Server::start(&plugin.cwd, true);
+fn a_give_up_over_the_stream_calls_the_person_and_the_exited_pane_reopens_the_session(
+    runtime: Runtime,
+) {
+    let server = Server::start(true);
+    let mut plugin = Plugin::start_with(
+        runtime,
+        Grants::opencode(server.port, 1_796_228_358_000).env("OPENCODE_SERVER_PASSWORD", "pw"),
+    );
+    server.serve(&plugin.cwd);
     let request = open_pane(&mut plugin, &server);
     assert!(
         request.path().starts_with("/event?directory=/"),
@@ -296,7 +316,7 @@ fn a_give_up_over_the_stream_calls_the_person_and_the_exited_pane_reopens_the_se
     assert_eq!(
         plugin.sync(),
         [
-            "g1 ready_to_resume limit reset - #0".to_owned(),
+            "g1 ready_to_resume provider gave up - #0".to_owned(),
             format!("g1 relaunch --session {B2_SESSION}"),
             "g1 resuming resuming session - #1".to_owned(),
         ]
@@ -311,10 +331,10 @@ fn a_give_up_over_the_stream_calls_the_person_and_the_exited_pane_reopens_the_se
     plugin.finish();
 }
 
-#[test]
-fn recovering_by_itself_is_shown_then_quietly_idle() {
-    let mut plugin = Plugin::start_with(&[], 1_796_228_401_000);
-    let server = Server::start(&plugin.cwd, false);
+fn recovering_by_itself_is_shown_then_quietly_idle(runtime: Runtime) {
+    let server = Server::start(false);
+    let mut plugin = Plugin::start_with(runtime, Grants::opencode(server.port, 1_796_228_401_000));
+    server.serve(&plugin.cwd);
     open_pane(&mut plugin, &server);
     let events = sse_events("c-first2-429-then-ok");
     let retry = after(&events, "\"type\":\"retry\"", 1);
@@ -336,10 +356,10 @@ fn recovering_by_itself_is_shown_then_quietly_idle() {
     plugin.finish();
 }
 
-#[test]
-fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm() {
-    let mut plugin = Plugin::start_with(&[], 1_796_228_378_000);
-    let server = Server::start(&plugin.cwd, false);
+fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm(runtime: Runtime) {
+    let server = Server::start(false);
+    let mut plugin = Plugin::start_with(runtime, Grants::opencode(server.port, 1_796_228_378_000));
+    server.serve(&plugin.cwd);
     open_pane(&mut plugin, &server);
     // b3: OpenCode's own backoff, aborted while waiting for its retry 4.
     let events = sse_events("b3-429-no-retry-headers");
@@ -356,7 +376,7 @@ fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm() {
     );
     // The person presses Esc in the TUI: the host reports input, then OpenCode goes idle.
     plugin.send(nightcrow_protocol::Event::UserInput {
-        token: crate::util::token(crate::util::PANE),
+        token: super::harness::token(super::harness::PANE),
         generation: 1,
     });
     assert_eq!(plugin.sync(), ["g1 idle cancelled - #0"]);
@@ -368,10 +388,10 @@ fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm() {
     plugin.finish();
 }
 
-#[test]
-fn an_exit_while_retrying_waits_for_the_retry_time_then_reopens_the_session() {
-    let mut plugin = Plugin::start_with(&[], 1_796_228_358_000);
-    let server = Server::start(&plugin.cwd, false);
+fn an_exit_while_retrying_waits_for_the_retry_time_then_reopens_the_session(runtime: Runtime) {
+    let server = Server::start(false);
+    let mut plugin = Plugin::start_with(runtime, Grants::opencode(server.port, 1_796_228_358_000));
+    server.serve(&plugin.cwd);
     open_pane(&mut plugin, &server);
     let events = sse_events("b2-429-retry-after-ms-3000");
     server.push(&events[..after(&events, "\"type\":\"retry\"", 1)]);
@@ -383,23 +403,31 @@ fn an_exit_while_retrying_waits_for_the_retry_time_then_reopens_the_session() {
     // The retry time plus the 30 s margin, measured from now.
     let out = plugin.sync();
     assert_eq!(out.len(), 1, "{out:?}");
-    assert!(out[0].starts_with("g1 waiting_for_reset "), "{out:?}");
+    assert!(
+        out[0].starts_with("g1 waiting_for_reset provider retrying "),
+        "{out:?}"
+    );
     assert!(out[0].contains(" 1796228391 "), "{out:?}");
     let left = 1_796_228_391 - plugin.wall_ms / 1000;
     plugin.advance(left as u64 - 1);
     assert!(plugin.sync().is_empty(), "not a second early");
     plugin.advance(1);
     assert_eq!(
-        plugin.sync()[1],
-        format!("g1 relaunch --session {B2_SESSION}")
+        plugin.sync()[..2],
+        [
+            "g1 ready_to_resume retry time reached - #0".to_owned(),
+            format!("g1 relaunch --session {B2_SESSION}")
+        ]
     );
     plugin.finish();
 }
 
-#[test]
-fn without_the_stream_the_pane_directory_is_polled_every_5_s_and_leaving_unseen_is_a_give_up() {
-    let mut plugin = Plugin::start_with(&[], 1_796_228_427_000);
-    let server = Server::start(&plugin.cwd, false);
+fn without_the_stream_the_pane_directory_is_polled_every_5_s_and_leaving_unseen_is_a_give_up(
+    runtime: Runtime,
+) {
+    let server = Server::start(false);
+    let mut plugin = Plugin::start_with(runtime, Grants::opencode(server.port, 1_796_228_427_000));
+    server.serve(&plugin.cwd);
     server.replay.lock().expect("lock").refuse_stream = true;
     let polls = polls("d-session-in-other-directory");
     server.set_status(&polls[0].0, &polls[0].1);
@@ -456,10 +484,10 @@ fn without_the_stream_the_pane_directory_is_polled_every_5_s_and_leaving_unseen_
     plugin.finish();
 }
 
-#[test]
-fn unobservable_panes_and_refused_credentials_are_logged_once_and_report_nothing() {
-    let mut plugin = Plugin::start_with(&[], 1_796_228_358_000);
-    let server = Server::start(&plugin.cwd, true);
+fn unobservable_panes_and_refused_credentials_are_logged_once_and_report_nothing(runtime: Runtime) {
+    let server = Server::start(true);
+    let mut plugin = Plugin::start_with(runtime, Grants::opencode(server.port, 1_796_228_358_000));
+    server.serve(&plugin.cwd);
     for command in [
         "opencode".to_owned(),
         "opencode --port 0".to_owned(),

@@ -4,16 +4,23 @@ use std::io::Write;
 
 use nightcrow_protocol::Event;
 
-use crate::util::{PANE, Plugin, token};
+use super::harness::{PANE, Plugin, Runtime, on_both_runtimes, token};
+
+on_both_runtimes!(
+    exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed,
+    a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode,
+    no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels,
+    two_candidate_rollouts_never_resume,
+    at_most_64_panes_are_tracked_and_the_overflow_is_logged_once
+);
 
 const LIMIT_ROLLOUT: &str = "real-0.169-mock-backend/exec-c-normal-then-limit/rollout-2026-12-02T16-10-09-01a23785-4104-78f1-b4f0-247bed73e273.jsonl";
 const LIMIT_UUID: &str = "01a23785-4104-78f1-b4f0-247bed73e273";
 const NO_HEADERS_ROLLOUT: &str = "real-0.169-mock-backend/exec-b-variant-no-rate-limit-headers/rollout-2026-12-02T16-10-08-01a23785-3c47-7c32-9d29-4a0452622344.jsonl";
 const NORMAL_ROLLOUT: &str = "real-0.169-mock-backend/exec-a-normal/rollout-2026-12-02T16-09-52-01a23784-fe56-70f1-80cd-3fa99065980c.jsonl";
 
-#[test]
-fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed() {
-    let mut plugin = Plugin::start();
+fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed(runtime: Runtime) {
+    let mut plugin = Plugin::start(runtime);
     plugin.open(1, "codex exec 'do the thing'");
     assert!(plugin.sync().is_empty());
     let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
@@ -53,9 +60,10 @@ fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed() {
     plugin.finish();
 }
 
-#[test]
-fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode() {
-    let mut plugin = Plugin::start();
+fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode(
+    runtime: Runtime,
+) {
+    let mut plugin = Plugin::start(runtime);
     plugin.open(1, "codex");
     let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
     let out = plugin.replay(&path, &records[..=20]);
@@ -76,9 +84,8 @@ fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episo
     plugin.finish();
 }
 
-#[test]
-fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels() {
-    let mut plugin = Plugin::start();
+fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels(runtime: Runtime) {
+    let mut plugin = Plugin::start(runtime);
     plugin.open(1, "/usr/local/bin/codex exec");
     let (path, records) = plugin.rollout(NO_HEADERS_ROLLOUT);
     assert_eq!(
@@ -98,9 +105,8 @@ fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels() {
     plugin.finish();
 }
 
-#[test]
-fn two_candidate_rollouts_never_resume() {
-    let mut plugin = Plugin::start();
+fn two_candidate_rollouts_never_resume(runtime: Runtime) {
+    let mut plugin = Plugin::start(runtime);
     plugin.open(1, "codex");
     let (normal, normal_records) = plugin.rollout(NORMAL_ROLLOUT);
     let (path, records) = plugin.rollout(LIMIT_ROLLOUT);
@@ -121,9 +127,10 @@ fn two_candidate_rollouts_never_resume() {
     plugin.finish();
 }
 
+/// Native only: the wasm runtime's own decoder never passes a bad line on.
 #[test]
 fn other_panes_bad_lines_and_unknown_tokens() {
-    let mut plugin = Plugin::start();
+    let mut plugin = Plugin::start(Runtime::Native);
     for command in ["npx codex", "bash", "opencode-x"] {
         plugin.open(1, command);
     }
@@ -160,9 +167,8 @@ fn other_panes_bad_lines_and_unknown_tokens() {
     plugin.finish();
 }
 
-#[test]
-fn at_most_64_panes_are_tracked_and_the_overflow_is_logged_once() {
-    let mut plugin = Plugin::start();
+fn at_most_64_panes_are_tracked_and_the_overflow_is_logged_once(runtime: Runtime) {
+    let mut plugin = Plugin::start(runtime);
     for n in 0..66u32 {
         plugin.send(Event::PaneOpened {
             token: token(&format!("{:032x}", 0xa000 + n)),
