@@ -1,0 +1,1 @@
+//! PTY integration tests.
