@@ -371,6 +371,13 @@ impl PaneTable {
         line: Option<&str>,
         size: PaneSize,
     ) -> Result<PaneProcess, PaneError> {
+        // portable-pty silently starts the child in the home directory when its cwd is not
+        // a directory; a pane must run in the repository or not at all.
+        if !self.repo_root.is_dir() {
+            return Err(PaneError::RepoRootNotADirectory {
+                path: self.repo_root.clone(),
+            });
+        }
         let mut command = self.shell.command(line);
         command.cwd(&self.repo_root);
         command.env("TERM", "xterm-256color");
