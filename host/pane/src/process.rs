@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as std_mpsc, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -37,6 +38,9 @@ pub(crate) struct SpawnSpec<'a> {
 pub(crate) struct PaneProcess {
     master: Box<dyn MasterPty + Send>,
     killer: Box<dyn ChildKiller + Send + Sync>,
+    /// Set by the waiter once the child is reaped: from then on its pid may belong to
+    /// another process, which a kill must not reach.
+    reaped: Arc<AtomicBool>,
     input: SyncSender<Vec<u8>>,
     pid: Option<u32>,
 }
@@ -85,6 +89,7 @@ impl PaneProcess {
             Ok(threads) => Ok(PaneProcess {
                 master: pair.master,
                 killer,
+                reaped: Arc::clone(&threads.reaped),
                 input: threads.commit(child),
                 pid,
             }),
@@ -127,9 +132,11 @@ impl PaneProcess {
 
 impl Drop for PaneProcess {
     fn drop(&mut self) {
-        // SIGHUP on Unix, as a closing terminal would send; an already-exited child makes
-        // this fail harmlessly. The waiter thread reaps it, so no zombie is left.
-        let _ = self.killer.kill();
+        // SIGHUP on Unix, as a closing terminal would send. The waiter thread reaps the
+        // child, so no zombie is left.
+        if !self.reaped.load(Ordering::Acquire) {
+            let _ = self.killer.kill();
+        }
     }
 }
 
@@ -145,6 +152,7 @@ struct Start {
 /// A pane's threads, started but not yet allowed to send anything.
 struct Threads {
     waiter: SyncSender<Start>,
+    reaped: Arc<AtomicBool>,
     reader_go: std_mpsc::Sender<()>,
     input: SyncSender<Vec<u8>>,
 }
@@ -167,6 +175,8 @@ impl Threads {
         let open = Arc::new(Mutex::new(true));
         let (eof_tx, eof_rx) = std_mpsc::channel::<()>();
 
+        let reaped = Arc::new(AtomicBool::new(false));
+        let waiter_reaped = Arc::clone(&reaped);
         let (waiter, start) = std_mpsc::sync_channel::<Start>(1);
         let waiter_events = events.clone();
         let waiter_open = Arc::clone(&open);
@@ -177,6 +187,7 @@ impl Threads {
                     return;
                 };
                 let status = child.wait();
+                waiter_reaped.store(true, Ordering::Release);
                 if !commit {
                     return;
                 }
@@ -240,6 +251,7 @@ impl Threads {
 
         Ok(Threads {
             waiter,
+            reaped,
             reader_go,
             input,
         })

@@ -6,10 +6,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nightcrow_pane::{
-    PaneError, PaneEvent, PaneSize, PaneTable, SCROLLBACK_BYTES, Shell,
-};
 use nightcrow_guard::PaneId;
+use nightcrow_pane::{PaneError, PaneEvent, PaneSize, PaneTable, SCROLLBACK_BYTES, Shell};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
@@ -130,15 +128,6 @@ fn process_exists(pid: u32) -> bool {
         .success()
 }
 
-#[track_caller]
-fn assert_process_ends(pid: u32) {
-    let give_up = Instant::now() + HANG;
-    while process_exists(pid) {
-        assert!(Instant::now() < give_up, "process {pid} still exists: hang");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[tokio::test]
 async fn a_command_reads_input_and_its_output_arrives_as_events() {
     let mut h = Harness::new();
@@ -188,7 +177,11 @@ fn the_pane_environment_is_set_and_no_color_is_dropped() {
         let pane = h.open("env");
         let token = h.table.slot(pane).unwrap().token().clone();
         let run = h.run_to_exit(pane).await;
-        let lines: Vec<&str> = run.text.lines().map(|line| line.trim_end_matches('\r')).collect();
+        let lines: Vec<&str> = run
+            .text
+            .lines()
+            .map(|line| line.trim_end_matches('\r'))
+            .collect();
         let runtime_dir = format!("NIGHTCROW_PLUGIN_RUNTIME_DIR={}", h.runtime_dir.display());
         let token_line = format!("NIGHTCROW_PANE_TOKEN={token}");
         for expected in [
@@ -197,7 +190,10 @@ fn the_pane_environment_is_set_and_no_color_is_dropped() {
             &token_line,
             &runtime_dir,
         ] {
-            assert!(lines.contains(&expected), "{expected} missing from {lines:?}");
+            assert!(
+                lines.contains(&expected),
+                "{expected} missing from {lines:?}"
+            );
         }
         assert!(
             !lines.iter().any(|line| line.starts_with("NO_COLOR=")),
@@ -218,7 +214,11 @@ async fn the_pane_runs_in_the_canonical_root_even_through_a_symlink() {
     let pane = h.open("pwd -P; pwd");
     let run = h.run_to_exit(pane).await;
     let root = h.root.display().to_string();
-    let lines: Vec<&str> = run.text.lines().map(|line| line.trim_end_matches('\r')).collect();
+    let lines: Vec<&str> = run
+        .text
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .collect();
     assert_eq!(lines, [root.as_str(), root.as_str()]);
 }
 
@@ -229,10 +229,16 @@ fn a_repository_root_must_be_an_existing_directory() {
     std::fs::write(&file, "").unwrap();
     let (sender, _events) = mpsc::channel(1);
     let error = PaneTable::new(file.clone(), sh(), temp.path().into(), sender.clone()).unwrap_err();
-    assert!(matches!(error, PaneError::RepoRootNotADirectory { .. }), "{error}");
+    assert!(
+        matches!(error, PaneError::RepoRootNotADirectory { .. }),
+        "{error}"
+    );
     let missing = temp.path().join("missing");
     let error = PaneTable::new(missing.clone(), sh(), temp.path().into(), sender).unwrap_err();
-    assert!(error.to_string().contains(&missing.display().to_string()), "{error}");
+    assert!(
+        error.to_string().contains(&missing.display().to_string()),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -243,10 +249,15 @@ async fn the_pty_has_the_requested_size_and_follows_resizes() {
     }
     let pane = h
         .table
-        .open(Some("stty size; read x; stty size".to_owned()), PaneSize::new(30, 100).unwrap())
+        .open(
+            Some("stty size; read x; stty size".to_owned()),
+            PaneSize::new(30, 100).unwrap(),
+        )
         .unwrap();
     h.text_until(pane, "30 100").await;
-    h.table.resize(pane, PaneSize::new(500, 1100).unwrap()).unwrap();
+    h.table
+        .resize(pane, PaneSize::new(500, 1100).unwrap())
+        .unwrap();
     h.table.write_input(pane, b"\n").unwrap();
     h.text_until(pane, "500 1100").await;
 }
@@ -255,8 +266,14 @@ async fn the_pty_has_the_requested_size_and_follows_resizes() {
 async fn at_most_eight_ptys_by_default() {
     let mut h = Harness::new();
     let panes: Vec<PaneId> = (0..8).map(|_| h.open("sleep 1000")).collect();
-    let error = h.table.open(Some("sleep 1000".to_owned()), size()).unwrap_err();
-    assert!(matches!(error, PaneError::TooManyPanes { max: 8 }), "{error}");
+    let error = h
+        .table
+        .open(Some("sleep 1000".to_owned()), size())
+        .unwrap_err();
+    assert!(
+        matches!(error, PaneError::TooManyPanes { max: 8 }),
+        "{error}"
+    );
     h.table.destroy(panes[3]);
     let ninth = h.open("sleep 1000");
     assert_eq!(h.table.position(ninth), Some(7));
@@ -280,7 +297,10 @@ async fn the_cap_counts_ptys_not_slots() {
     let relaunched = h.table.relaunch(&token, "exit 0").unwrap();
     h.run_to_exit(relaunched).await;
     h.table.release_process(relaunched);
-    assert!(h.table.slot(relaunched).is_some(), "the slot outlives its process");
+    assert!(
+        h.table.slot(relaunched).is_some(),
+        "the slot outlives its process"
+    );
     let third = h.open("sleep 1000");
     // The released slot cannot come back while the cap is full.
     assert!(matches!(
@@ -338,7 +358,10 @@ async fn a_failed_spawn_changes_nothing_and_uses_no_id() {
     h.run_to_exit(first).await;
     std::fs::remove_dir(&h.root).unwrap();
     let error = h.table.relaunch(&token, "exit 0").unwrap_err();
-    assert!(matches!(error, PaneError::RepoRootNotADirectory { .. }), "{error}");
+    assert!(
+        matches!(error, PaneError::RepoRootNotADirectory { .. }),
+        "{error}"
+    );
     assert!(h.table.open(None, size()).is_err());
     assert_eq!(h.table.resolve(&token), Some(first));
     assert_eq!(h.table.slot(first).unwrap().generation(), 1);
@@ -364,7 +387,11 @@ fn input_to_a_child_that_never_reads_fills_the_queue_without_blocking() {
         // The event receiver stays alive, unread, so nothing drains on our behalf either.
         let mut h = Harness::new();
         let pane = h.open("sleep 1000");
-        let line = [b'x'; 1023].iter().chain(b"\n").copied().collect::<Vec<u8>>();
+        let line = [b'x'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
         let outcome = loop {
             match h.table.write_input(pane, &line) {
                 Ok(()) => {}
@@ -374,7 +401,9 @@ fn input_to_a_child_that_never_reads_fills_the_queue_without_blocking() {
         h.table.destroy(pane);
         let _ = done.send(outcome.to_string());
     });
-    let outcome = finished.recv_timeout(HANG).expect("write_input blocked: hang");
+    let outcome = finished
+        .recv_timeout(HANG)
+        .expect("write_input blocked: hang");
     assert!(outcome.contains("input queue is full"), "{outcome}");
 }
 
@@ -400,11 +429,20 @@ async fn a_quiet_pane_is_reported_idle_once_per_quiet_period() {
 
     let idle = h.table.take_idle(spawned + threshold);
     assert_eq!(idle.len(), 1);
-    assert_eq!((idle[0].pane, idle[0].generation, idle[0].idle), (quiet, 1, threshold));
+    assert_eq!(
+        (idle[0].pane, idle[0].generation, idle[0].idle),
+        (quiet, 1, threshold)
+    );
     assert_eq!(&idle[0].token, h.table.slot(quiet).unwrap().token());
-    assert!(h.table.take_idle(spawned + threshold * 10).is_empty(), "reported twice");
+    assert!(
+        h.table.take_idle(spawned + threshold * 10).is_empty(),
+        "reported twice"
+    );
     assert_eq!(h.table.next_idle_deadline(), None);
-    assert_eq!(h.table.idle_for(quiet, spawned + threshold), Some(threshold));
+    assert_eq!(
+        h.table.idle_for(quiet, spawned + threshold),
+        Some(threshold)
+    );
 
     h.table.clear_idle(quiet);
     assert_eq!(h.table.take_idle(spawned + threshold).len(), 1);
@@ -424,7 +462,10 @@ async fn a_quiet_pane_is_reported_idle_once_per_quiet_period() {
     let deadline = h.table.next_idle_deadline().unwrap();
     tokio::time::sleep_until(deadline.into()).await;
     let idle = h.table.take_idle(Instant::now());
-    assert_eq!(idle.iter().map(|idle| idle.pane).collect::<Vec<_>>(), [printing]);
+    assert_eq!(
+        idle.iter().map(|idle| idle.pane).collect::<Vec<_>>(),
+        [printing]
+    );
 }
 
 #[tokio::test]
@@ -439,8 +480,20 @@ async fn exited_panes_are_never_idle() {
     assert_eq!(h.table.idle_for(pane, spawned + threshold), None);
 }
 
+/// Waits for `pane`'s `Exited`, which the waiter sends only after reaping the child.
+async fn exit_code(events: &mut mpsc::Receiver<PaneEvent>, pane: PaneId) -> Option<u32> {
+    loop {
+        let event = timeout(HANG, events.recv()).await.expect("no exit: hang");
+        if let Some(PaneEvent::Exited { pane: from, code }) = event
+            && from == pane
+        {
+            return code;
+        }
+    }
+}
+
 #[tokio::test]
-async fn destroying_a_pane_or_dropping_the_table_kills_the_child() {
+async fn destroying_a_pane_or_dropping_the_table_kills_and_reaps_the_child() {
     let mut h = Harness::new();
     let destroyed = h.open("sleep 1000");
     let dropped = h.open("sleep 1000");
@@ -450,10 +503,39 @@ async fn destroying_a_pane_or_dropping_the_table_kills_the_child() {
         assert!(process_exists(pid));
     }
     h.table.destroy(destroyed);
-    assert_process_ends(pids[0]);
+    assert_eq!(
+        exit_code(&mut h.events, destroyed).await,
+        None,
+        "not by a signal"
+    );
+    assert!(!process_exists(pids[0]));
     h.table.release_process(released);
     assert_eq!(h.table.pid(released), None);
-    assert_process_ends(pids[2]);
+    exit_code(&mut h.events, released).await;
+    assert!(!process_exists(pids[2]));
     drop(h.table);
-    assert_process_ends(pids[1]);
+    exit_code(&mut h.events, dropped).await;
+    assert!(!process_exists(pids[1]));
+}
+
+#[tokio::test]
+async fn a_background_child_holding_the_pty_delays_the_exit_only_boundedly() {
+    let mut h = Harness::new();
+    // The background sleep ignores the hangup that the shell's exit sends, so it keeps
+    // the PTY open and the reader never reaches end of file.
+    let pane = h.open("trap '' HUP; sleep 1000 & echo bg:$!; exit 4");
+    let run = h.run_to_exit(pane).await;
+    assert_eq!(run.code, Some(4));
+    let pid: u32 = run
+        .text
+        .trim()
+        .strip_prefix("bg:")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(process_exists(pid), "the test did not hold the PTY open");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
 }
