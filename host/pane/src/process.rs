@@ -103,7 +103,7 @@ impl PaneProcess {
                         });
                     }
                     // Without a waiter thread nobody can reap it without blocking the
-                    // caller; it has had SIGHUP and is reaped when the daemon exits.
+                    // caller; it has had SIGHUP and stays a zombie until the daemon exits.
                     None => drop(child),
                 }
                 Err(error)
