@@ -539,3 +539,40 @@ async fn a_background_child_holding_the_pty_delays_the_exit_only_boundedly() {
         .status()
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_retired_slot_stops_resolving_and_goes_with_its_process() {
+    let mut h = Harness::new();
+    let kept = h.open("sleep 1000");
+    let released = h.open("exit 0");
+    let tokens = [kept, released].map(|pane| h.table.slot(pane).unwrap().token().clone());
+    assert_ne!(tokens[0], tokens[1]);
+    assert!(nightcrow_protocol::Token::parse(tokens[0].as_str()).is_ok());
+
+    h.run_to_exit(released).await;
+    h.table.release_process(released);
+    assert!(matches!(
+        h.table.write_input(released, b"x"),
+        Err(PaneError::NoProcess(_))
+    ));
+    h.table.retire_slot(&tokens[1]);
+    assert_eq!(h.table.resolve(&tokens[1]), None);
+    assert_eq!(h.table.panes(), [kept]);
+    assert!(matches!(
+        h.table.relaunch(&tokens[1], "exit 0"),
+        Err(PaneError::UnknownToken(_))
+    ));
+
+    // A retired slot whose process still runs keeps its pane until it is destroyed.
+    h.table.retire_slot(&tokens[0]);
+    assert_eq!(h.table.resolve(&tokens[0]), None);
+    assert!(h.table.slot(kept).is_none());
+    assert_eq!(h.table.panes(), [kept]);
+    h.table.write_input(kept, b"still writable\n").unwrap();
+    h.table.destroy(kept);
+    assert!(h.table.panes().is_empty());
+    assert!(matches!(
+        h.table.write_input(kept, b"x"),
+        Err(PaneError::UnknownPane(_))
+    ));
+}
