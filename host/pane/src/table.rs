@@ -100,7 +100,9 @@ pub struct PaneTable {
 
 impl PaneTable {
     /// A table for the repository at `repo_root`, which is canonicalised here and must be
-    /// a directory. `runtime_dir` becomes `NIGHTCROW_PLUGIN_RUNTIME_DIR` for every pane.
+    /// a directory. `runtime_dir` becomes `NIGHTCROW_PLUGIN_RUNTIME_DIR` for every pane; the
+    /// caller creates it ([`ensure_runtime_dir`](crate::ensure_runtime_dir)), since plugins
+    /// of the same hub share it.
     pub fn new(
         repo_root: PathBuf,
         shell: Shell,
