@@ -1,0 +1,270 @@
+//! One pane's process: the PTY, the child and the three threads that serve it.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self as std_mpsc, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::Duration;
+
+use bytes::Bytes;
+use nightcrow_guard::PaneId;
+use portable_pty::{ChildKiller, CommandBuilder, MasterPty, native_pty_system};
+use tokio::sync::mpsc;
+
+use crate::{PaneError, PaneEvent, PaneSize};
+
+/// How long the waiter, once the child has exited, waits for the reader to reach end of
+/// file before it reports the exit anyway. A background grandchild can keep the PTY open
+/// forever; its later output is then discarded, because nothing may follow `Exited`.
+pub const EXIT_DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Chunks of input queued for a pane before [`PaneError::InputQueueFull`].
+pub const INPUT_QUEUE_CHUNKS: usize = 64;
+
+const READ_CHUNK_BYTES: usize = 8 * 1024;
+
+/// What a pane is spawned with; the table fills it in.
+pub(crate) struct SpawnSpec<'a> {
+    pub(crate) pane: PaneId,
+    pub(crate) command: CommandBuilder,
+    pub(crate) program: &'a Path,
+    pub(crate) size: PaneSize,
+    pub(crate) events: mpsc::Sender<PaneEvent>,
+}
+
+/// A running (or exited but not yet released) pane process. Dropping it kills the child.
+pub(crate) struct PaneProcess {
+    master: Box<dyn MasterPty + Send>,
+    killer: Box<dyn ChildKiller + Send + Sync>,
+    /// Set by the waiter once the child is reaped: from then on its pid may belong to
+    /// another process, which a kill must not reach.
+    reaped: Arc<AtomicBool>,
+    input: SyncSender<Vec<u8>>,
+    pid: Option<u32>,
+}
+
+impl std::fmt::Debug for PaneProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaneProcess")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PaneProcess {
+    /// Spawns the child in a new PTY and starts its waiter, reader and writer threads.
+    ///
+    /// The threads are never joined: each ends on its own when the child and the PTY are
+    /// gone or the event receiver is closed, so no caller ever waits on a child. They send
+    /// nothing until every thread has started, so a failed spawn emits no event for `pane`
+    /// (whose id the table may then give to the next pane).
+    pub(crate) fn spawn(spec: SpawnSpec<'_>) -> Result<PaneProcess, PaneError> {
+        let SpawnSpec {
+            pane,
+            command,
+            program,
+            size,
+            events,
+        } = spec;
+        let pair = native_pty_system()
+            .openpty(size.to_pty())
+            .map_err(PaneError::OpenPty)?;
+        let reader = pair.master.try_clone_reader().map_err(PaneError::OpenPty)?;
+        let writer = pair.master.take_writer().map_err(PaneError::OpenPty)?;
+        let child = pair
+            .slave
+            .spawn_command(command)
+            .map_err(|reason| PaneError::Spawn {
+                program: program.to_owned(),
+                reason,
+            })?;
+        // Our copy of the slave must close, or the reader would never see end of file.
+        drop(pair.slave);
+        let mut killer = child.clone_killer();
+        let pid = child.process_id();
+
+        match Threads::start(pane, reader, writer, events) {
+            Ok(threads) => Ok(PaneProcess {
+                master: pair.master,
+                killer,
+                reaped: Arc::clone(&threads.reaped),
+                input: threads.commit(child),
+                pid,
+            }),
+            Err((error, waiter)) => {
+                let _ = killer.kill();
+                match waiter {
+                    Some(waiter) => {
+                        let _ = waiter.send(Start {
+                            child,
+                            commit: false,
+                        });
+                    }
+                    // Without a waiter thread nobody can reap it without blocking the
+                    // caller; it has had SIGHUP and stays a zombie until the daemon exits.
+                    None => drop(child),
+                }
+                Err(error)
+            }
+        }
+    }
+
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    pub(crate) fn write(&self, pane: PaneId, bytes: &[u8]) -> Result<(), PaneError> {
+        match self.input.try_send(bytes.to_vec()) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(PaneError::InputQueueFull(pane)),
+            Err(TrySendError::Disconnected(_)) => Err(PaneError::NoProcess(pane)),
+        }
+    }
+
+    pub(crate) fn resize(&self, pane: PaneId, size: PaneSize) -> Result<(), PaneError> {
+        self.master
+            .resize(size.to_pty())
+            .map_err(|reason| PaneError::Resize { pane, reason })
+    }
+}
+
+impl Drop for PaneProcess {
+    fn drop(&mut self) {
+        // SIGHUP on Unix, as a closing terminal would send. The waiter thread reaps the
+        // child, so no zombie is left.
+        if !self.reaped.load(Ordering::Acquire) {
+            let _ = self.killer.kill();
+        }
+    }
+}
+
+type Child = Box<dyn portable_pty::Child + Send + Sync>;
+
+/// What the waiter thread is handed once the other threads exist.
+struct Start {
+    child: Child,
+    /// `false` when the spawn failed: reap the child, report nothing.
+    commit: bool,
+}
+
+/// A pane's threads, started but not yet allowed to send anything.
+struct Threads {
+    waiter: SyncSender<Start>,
+    reaped: Arc<AtomicBool>,
+    reader_go: std_mpsc::Sender<()>,
+    input: SyncSender<Vec<u8>>,
+}
+
+impl Threads {
+    /// Starts the waiter, reader and writer threads; on failure returns the waiter's start
+    /// queue, if it got that far, so the caller can hand it the child to reap.
+    ///
+    /// Ordering: the reader sends each chunk while holding `open`; the waiter, after the
+    /// child has exited and the reader has reached end of file (or [`EXIT_DRAIN_TIMEOUT`]
+    /// passed), closes `open` under the same lock and only then sends `Exited`. So every
+    /// `Output` of a pane precedes its `Exited`, and nothing follows it.
+    fn start(
+        pane: PaneId,
+        mut reader: Box<dyn Read + Send>,
+        mut writer: Box<dyn Write + Send>,
+        events: mpsc::Sender<PaneEvent>,
+    ) -> Result<Threads, (PaneError, Option<SyncSender<Start>>)> {
+        let thread_error = |source| PaneError::Thread { pane, source };
+        let open = Arc::new(Mutex::new(true));
+        let (eof_tx, eof_rx) = std_mpsc::channel::<()>();
+
+        let reaped = Arc::new(AtomicBool::new(false));
+        let waiter_reaped = Arc::clone(&reaped);
+        let (waiter, start) = std_mpsc::sync_channel::<Start>(1);
+        let waiter_events = events.clone();
+        let waiter_open = Arc::clone(&open);
+        thread::Builder::new()
+            .name(format!("pane-{pane}-wait"))
+            .spawn(move || {
+                let Ok(Start { mut child, commit }) = start.recv() else {
+                    return;
+                };
+                let status = child.wait();
+                waiter_reaped.store(true, Ordering::Release);
+                if !commit {
+                    return;
+                }
+                let _ = eof_rx.recv_timeout(EXIT_DRAIN_TIMEOUT);
+                *waiter_open.lock().unwrap_or_else(PoisonError::into_inner) = false;
+                let code = match status {
+                    Ok(status) if status.signal().is_none() => Some(status.exit_code()),
+                    _ => None,
+                };
+                let _ = waiter_events.blocking_send(PaneEvent::Exited { pane, code });
+            })
+            .map_err(|source| (thread_error(source), None))?;
+
+        let (reader_go, go) = std_mpsc::channel::<()>();
+        let spawned = thread::Builder::new()
+            .name(format!("pane-{pane}-read"))
+            .spawn(move || {
+                // Dropping `eof_tx` on return is the end-of-file signal.
+                let _eof = eof_tx;
+                if go.recv().is_err() {
+                    return;
+                }
+                let mut buffer = vec![0; READ_CHUNK_BYTES];
+                loop {
+                    let n = match reader.read(&mut buffer) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    let open = open.lock().unwrap_or_else(PoisonError::into_inner);
+                    let bytes = Bytes::copy_from_slice(&buffer[..n]);
+                    if !*open
+                        || events
+                            .blocking_send(PaneEvent::Output { pane, bytes })
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        if let Err(source) = spawned {
+            return Err((thread_error(source), Some(waiter)));
+        }
+
+        let (input, queue) = std_mpsc::sync_channel::<Vec<u8>>(INPUT_QUEUE_CHUNKS);
+        let spawned = thread::Builder::new()
+            .name(format!("pane-{pane}-write"))
+            .spawn(move || {
+                for chunk in queue {
+                    if writer
+                        .write_all(&chunk)
+                        .and_then(|()| writer.flush())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        if let Err(source) = spawned {
+            return Err((thread_error(source), Some(waiter)));
+        }
+
+        Ok(Threads {
+            waiter,
+            reaped,
+            reader_go,
+            input,
+        })
+    }
+
+    /// Lets the threads run and returns the input queue.
+    fn commit(self, child: Child) -> SyncSender<Vec<u8>> {
+        // Both receivers live until these messages arrive: their threads wait for them.
+        let _ = self.waiter.send(Start {
+            child,
+            commit: true,
+        });
+        let _ = self.reader_go.send(());
+        self.input
+    }
+}

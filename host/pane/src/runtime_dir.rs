@@ -1,0 +1,90 @@
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The per-user base of runtime dirs: `$XDG_RUNTIME_DIR/nightcrow`, else
+/// `~/.nightcrow/run` (SPEC §5.4). `None` when neither variable gives an absolute path.
+pub fn default_runtime_base() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    if let Some(xdg) = absolute("XDG_RUNTIME_DIR") {
+        return Some(xdg.join("nightcrow"));
+    }
+    #[cfg(windows)]
+    let home = absolute("USERPROFILE");
+    #[cfg(not(windows))]
+    let home = absolute("HOME");
+    home.map(|home| home.join(".nightcrow").join("run"))
+}
+
+/// `base/<16 lowercase hex of FNV-1a-64 of hub_root's bytes>`: one dir per hub, named
+/// without revealing the path and stable across daemon restarts (SPEC §5.4).
+pub fn runtime_dir_for(base: &Path, hub_root: &Path) -> PathBuf {
+    let hash = fnv1a_64(hub_root.as_os_str().as_encoded_bytes());
+    base.join(format!("{hash:016x}"))
+}
+
+/// Creates `dir` (and missing parents) readable by the user alone: mode 0700 on Unix, also
+/// when it already existed with a wider mode.
+pub fn ensure_runtime_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        builder.mode(0o700);
+        builder.create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    builder.create(dir)
+}
+
+fn fnv1a_64(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET_BASIS, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_64_matches_the_reference_vectors() {
+        assert_eq!(fnv1a_64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a_64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a_64(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn the_dir_name_is_sixteen_lowercase_hex_digits_of_the_hub_path() {
+        let dir = runtime_dir_for(Path::new("/run/user/1000/nightcrow"), Path::new("a"));
+        assert_eq!(dir, Path::new("/run/user/1000/nightcrow/af63dc4c8601ec8c"));
+        let other = runtime_dir_for(Path::new("/base"), Path::new("/srv/repo"));
+        let name = other.file_name().unwrap().to_str().unwrap();
+        assert_eq!(name.len(), 16);
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_runtime_dir_is_private_even_if_it_existed() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("nightcrow").join("0123456789abcdef");
+        ensure_runtime_dir(&dir).unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_runtime_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+    }
+}

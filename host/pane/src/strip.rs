@@ -1,0 +1,267 @@
+//! Pane output as plugin text (SPEC §2.3).
+
+const ESC: u8 = 0x1b;
+const BEL: u8 = 0x07;
+// CAN and SUB abort any escape sequence in progress (ECMA-48, as terminals implement it).
+const CAN: u8 = 0x18;
+const SUB: u8 = 0x1a;
+
+/// Where the stripper is in an escape sequence; carried from one chunk to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ground,
+    Escape,
+    EscapeIntermediate,
+    Csi,
+    /// OSC, DCS, SOS, PM or APC: a string ended by ST (`ESC \`); OSC also by BEL.
+    String {
+        bel_ends: bool,
+    },
+    /// An ESC inside a string: `\` completes ST, anything else starts a new escape.
+    StringEscape,
+}
+
+/// Turns raw PTY chunks into plain text: lossy UTF-8, escape sequences (CSI, OSC, DCS,
+/// SOS/PM/APC, two-byte `ESC x`) removed, C0 and C1 controls dropped except `\r`, `\n`,
+/// BS and DEL.
+///
+/// State carries across chunks, so an escape sequence or a UTF-8 character split over two
+/// reads comes out as if it had arrived whole. A character left incomplete by an escape
+/// sequence becomes U+FFFD, as it does when the chunks arrive whole.
+#[derive(Debug)]
+pub(crate) struct Stripper {
+    state: State,
+    /// Text bytes that end in an incomplete UTF-8 sequence (at most 3 bytes between calls).
+    pending: Vec<u8>,
+}
+
+impl Stripper {
+    pub(crate) fn new() -> Stripper {
+        Stripper {
+            state: State::Ground,
+            pending: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> String {
+        let mut text = String::new();
+        for &byte in chunk {
+            self.byte(byte, &mut text);
+        }
+        self.decode(&mut text, false);
+        text
+    }
+
+    fn byte(&mut self, byte: u8, text: &mut String) {
+        match self.state {
+            State::Ground => {
+                if byte == ESC {
+                    self.enter_escape(text);
+                } else {
+                    self.pending.push(byte);
+                }
+            }
+            State::Escape => match byte {
+                b'[' => self.state = State::Csi,
+                b']' => self.state = State::String { bel_ends: true },
+                b'P' | b'X' | b'^' | b'_' => self.state = State::String { bel_ends: false },
+                0x20..=0x2f => self.state = State::EscapeIntermediate,
+                _ => self.control_or_final(byte, text),
+            },
+            State::EscapeIntermediate => match byte {
+                0x20..=0x2f => {}
+                _ => self.control_or_final(byte, text),
+            },
+            State::Csi => match byte {
+                0x20..=0x3f => {}
+                _ => self.control_or_final(byte, text),
+            },
+            State::String { bel_ends } => match byte {
+                ESC => self.state = State::StringEscape,
+                BEL if bel_ends => self.state = State::Ground,
+                CAN | SUB => self.state = State::Ground,
+                _ => {}
+            },
+            State::StringEscape => {
+                if byte == b'\\' {
+                    self.state = State::Ground;
+                } else {
+                    self.state = State::Escape;
+                    self.byte(byte, text);
+                }
+            }
+        }
+    }
+
+    /// A byte inside an escape sequence that is not part of its parameters: a C0 control is
+    /// executed in place (so `\r` and `\n` survive), anything else ends the sequence.
+    fn control_or_final(&mut self, byte: u8, text: &mut String) {
+        match byte {
+            ESC => self.enter_escape(text),
+            CAN | SUB => self.state = State::Ground,
+            0x00..=0x1f => push_kept(char::from(byte), text),
+            // DEL is ignored inside a sequence, as terminals do.
+            0x7f => {}
+            _ => self.state = State::Ground,
+        }
+    }
+
+    fn enter_escape(&mut self, text: &mut String) {
+        self.decode(text, true);
+        self.state = State::Escape;
+    }
+
+    /// Decodes the pending text bytes; an incomplete character at the end is kept for the
+    /// next chunk unless `flush`.
+    fn decode(&mut self, text: &mut String, flush: bool) {
+        let mut rest = &self.pending[..];
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(valid) => {
+                    valid.chars().for_each(|c| push_kept(c, text));
+                    rest = &[];
+                    break;
+                }
+                Err(error) => {
+                    let (valid, after) = rest.split_at(error.valid_up_to());
+                    // Checked by `from_utf8` just above.
+                    let valid = std::str::from_utf8(valid).unwrap_or_default();
+                    valid.chars().for_each(|c| push_kept(c, text));
+                    match error.error_len() {
+                        Some(len) => {
+                            text.push(char::REPLACEMENT_CHARACTER);
+                            rest = &after[len..];
+                        }
+                        None if flush => {
+                            text.push(char::REPLACEMENT_CHARACTER);
+                            rest = &[];
+                            break;
+                        }
+                        None => {
+                            rest = after;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let keep = rest.len();
+        let start = self.pending.len() - keep;
+        self.pending.drain(..start);
+    }
+}
+
+fn push_kept(c: char, text: &mut String) {
+    let kept = match c {
+        '\r' | '\n' | '\u{8}' | '\u{7f}' => true,
+        _ => !c.is_control(),
+    };
+    if kept {
+        text.push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn strip(bytes: &[u8]) -> String {
+        Stripper::new().push(bytes)
+    }
+
+    #[track_caller]
+    fn check(input: &[u8], expected: &str) {
+        assert_eq!(
+            strip(input),
+            expected,
+            "input {:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+
+    #[test]
+    fn escape_sequences_are_removed() {
+        check(b"\x1b[1;31mred\x1b[0m", "red");
+        check(b"a\x1b[?25lb\x1b[2 qc", "abc");
+        check(b"\x1b]0;title\x07after", "after");
+        check(b"\x1b]8;;https://x\x1b\\link\x1b]8;;\x1b\\", "link");
+        check(b"\x1bPq#0;2;0;0;0\x1b\\sixel", "sixel");
+        check(b"\x1b_apc\x07still\x1b\\x", "x");
+        check(b"\x1b7saved\x1b8\x1b(B\x1b=", "saved");
+        check(b"\x1b[31\x18plain", "plain");
+    }
+
+    #[test]
+    fn only_cr_lf_bs_and_del_survive_among_controls() {
+        check(b"a\r\nb\x08c\x7fd", "a\r\nb\u{8}c\u{7f}d");
+        check(b"\x00\x01\x07\t\x0b\x0c\x0e\x1f.", ".");
+        check("c1:\u{85}\u{9b}\u{9c}.".as_bytes(), "c1:.");
+        check(b"\x1b[1\r\nm", "\r\n");
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        check(b"a\xffb", "a\u{fffd}b");
+        check("é→😀".as_bytes(), "é→😀");
+        check(b"\xe2\x82\x1b[mx", "\u{fffd}x");
+    }
+
+    #[test]
+    fn an_incomplete_character_waits_for_the_next_chunk() {
+        let mut stripper = Stripper::new();
+        assert_eq!(stripper.push(&"€".as_bytes()[..1]), "");
+        assert_eq!(stripper.push(&"€".as_bytes()[1..]), "€");
+    }
+
+    fn interesting_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let pieces = prop_oneof![
+            Just(b"\x1b".to_vec()),
+            Just(b"\x1b[".to_vec()),
+            Just(b"\x1b]".to_vec()),
+            Just(b"\x1bP".to_vec()),
+            Just(b"\x1b\\".to_vec()),
+            Just(b"\x07".to_vec()),
+            Just(b"\x18".to_vec()),
+            Just(b";1m".to_vec()),
+            Just("é€😀".as_bytes().to_vec()),
+            Just("\u{9b}".as_bytes().to_vec()),
+            any::<u8>().prop_map(|b| vec![b]),
+            "[ -~]{0,8}".prop_map(String::into_bytes),
+        ];
+        prop::collection::vec(pieces, 0..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn output_has_no_escape_or_dropped_control(input in interesting_bytes()) {
+            let text = strip(&input);
+            for c in text.chars() {
+                prop_assert!(
+                    !c.is_control() || matches!(c, '\r' | '\n' | '\u{8}' | '\u{7f}'),
+                    "{c:?} in {text:?}"
+                );
+            }
+        }
+
+        #[test]
+        fn printable_text_passes_unchanged(input in "[^\\p{Cc}]{0,64}") {
+            prop_assert_eq!(strip(input.as_bytes()), input);
+        }
+
+        #[test]
+        fn any_split_gives_the_same_text(input in interesting_bytes()) {
+            let whole = strip(&input);
+            for at in 0..=input.len() {
+                let mut stripper = Stripper::new();
+                let mut split = stripper.push(&input[..at]);
+                split.push_str(&stripper.push(&input[at..]));
+                prop_assert_eq!(&split, &whole, "split at {}", at);
+            }
+            let mut stripper = Stripper::new();
+            let bytewise: String = input.iter().map(|b| stripper.push(&[*b])).collect();
+            prop_assert_eq!(bytewise, whole);
+        }
+    }
+}

@@ -1,0 +1,419 @@
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nightcrow_guard::PaneId;
+use nightcrow_protocol::{Generation, Token};
+use tokio::sync::mpsc;
+
+use crate::process::{PaneProcess, SpawnSpec};
+use crate::scrollback::Scrollback;
+use crate::strip::Stripper;
+use crate::{IDLE_THRESHOLD, MAX_PANES, PaneError, PaneEvent, PaneSize, SCROLLBACK_BYTES, Shell};
+
+/// A pane slot (SPEC §5.2): what outlives a relaunch of the pane's process.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    token: Token,
+    generation: Generation,
+    launch_command: Option<String>,
+    last_output: Instant,
+    alive: bool,
+}
+
+impl Slot {
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// 1 at open, +1 per relaunch, saturating.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// The original startup command, `None` for a bare shell. A relaunch never changes it:
+    /// the guard composes each relaunch line from this, so arguments never accumulate.
+    pub fn launch_command(&self) -> Option<&str> {
+        self.launch_command.as_deref()
+    }
+
+    /// When the child last printed anything; the spawn time until then.
+    pub fn last_output(&self) -> Instant {
+        self.last_output
+    }
+
+    /// Whether the slot's process runs: false once it exited or was released.
+    pub fn is_alive(&self) -> bool {
+        self.alive
+    }
+}
+
+/// An idle pane as [`PaneTable::take_idle`] reports it: once per quiet period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdlePane {
+    pub pane: PaneId,
+    pub token: Token,
+    pub generation: Generation,
+    /// Time since the last output byte (or the spawn).
+    pub idle: Duration,
+}
+
+#[derive(Debug)]
+struct Entry {
+    id: PaneId,
+    slot: Slot,
+    /// The token no longer resolves; the entry stays only while it still has a process.
+    retired: bool,
+    idle_reported: bool,
+    size: PaneSize,
+    process: Option<PaneProcess>,
+    scrollback: Scrollback,
+    stripper: Stripper,
+}
+
+impl Entry {
+    fn idle_deadline(&self, threshold: Duration) -> Option<Instant> {
+        let armed = self.slot.alive && !self.retired && !self.idle_reported;
+        armed.then(|| self.slot.last_output + threshold)
+    }
+}
+
+/// The PTYs and slots of one repository, in display order (SPEC §5).
+///
+/// Owned by the repository hub's worker; it knows nothing of plugins, owners, holds or
+/// clients. Each pane's threads send [`PaneEvent`]s to the `events` queue given at
+/// construction; the hub passes each `Output` back through
+/// [`record_output`](Self::record_output) and acts on `Exited`. Events may still arrive
+/// for a pane that was destroyed or relaunched; the table ignores unknown ids.
+///
+/// Dropping the table (or destroying a pane) kills the children.
+#[derive(Debug)]
+pub struct PaneTable {
+    repo_root: PathBuf,
+    shell: Shell,
+    runtime_dir: PathBuf,
+    events: mpsc::Sender<PaneEvent>,
+    max_panes: usize,
+    idle_threshold: Duration,
+    next_id: u64,
+    entries: Vec<Entry>,
+}
+
+impl PaneTable {
+    /// A table for the repository at `repo_root`, which is canonicalised here and must be
+    /// a directory. `runtime_dir` becomes `NIGHTCROW_PLUGIN_RUNTIME_DIR` for every pane; the
+    /// caller creates it ([`ensure_runtime_dir`](crate::ensure_runtime_dir)), since plugins
+    /// of the same hub share it.
+    pub fn new(
+        repo_root: PathBuf,
+        shell: Shell,
+        runtime_dir: PathBuf,
+        events: mpsc::Sender<PaneEvent>,
+    ) -> Result<PaneTable, PaneError> {
+        let canonical = repo_root
+            .canonicalize()
+            .map_err(|source| PaneError::RepoRoot {
+                path: repo_root.clone(),
+                source,
+            })?;
+        if !canonical.is_dir() {
+            return Err(PaneError::RepoRootNotADirectory { path: canonical });
+        }
+        Ok(PaneTable {
+            repo_root: canonical,
+            shell,
+            runtime_dir,
+            events,
+            max_panes: MAX_PANES,
+            idle_threshold: IDLE_THRESHOLD,
+            next_id: 1,
+            entries: Vec::new(),
+        })
+    }
+
+    /// Changes the cap on PTYs ([`MAX_PANES`] by default).
+    pub fn with_max_panes(mut self, max_panes: usize) -> PaneTable {
+        self.max_panes = max_panes;
+        self
+    }
+
+    /// Changes the idle threshold ([`IDLE_THRESHOLD`] by default), so tests need not wait
+    /// ten seconds. The hub uses the default, which the guard shares.
+    pub fn with_idle_threshold(mut self, threshold: Duration) -> PaneTable {
+        self.idle_threshold = threshold;
+        self
+    }
+
+    /// The canonical repository root: every pane's working directory.
+    pub fn repo_root(&self) -> &Path {
+        &self.repo_root
+    }
+
+    /// Opens a pane running `command` through the shell, or a bare shell for `None`, with
+    /// a fresh token at generation 1. Refused when [`max_panes`](Self::with_max_panes) PTYs
+    /// exist.
+    pub fn open(&mut self, command: Option<String>, size: PaneSize) -> Result<PaneId, PaneError> {
+        if self.live_ptys() >= self.max_panes {
+            return Err(PaneError::TooManyPanes {
+                max: self.max_panes,
+            });
+        }
+        let token = mint_token()?;
+        let id = PaneId::new(self.next_id);
+        let process = self.spawn(id, &token, command.as_deref(), size)?;
+        self.next_id += 1;
+        self.entries.push(Entry {
+            id,
+            slot: Slot {
+                token,
+                generation: 1,
+                launch_command: command,
+                last_output: Instant::now(),
+                alive: true,
+            },
+            retired: false,
+            idle_reported: false,
+            size,
+            process: Some(process),
+            scrollback: Scrollback::new(SCROLLBACK_BYTES),
+            stripper: Stripper::new(),
+        });
+        Ok(id)
+    }
+
+    /// Replaces the slot's process with `line` (composed by the guard from the original
+    /// command) under the same token, the next generation and a new [`PaneId`] at the old
+    /// pane's position. Any old process is killed. On failure nothing changes.
+    pub fn relaunch(&mut self, token: &Token, line: &str) -> Result<PaneId, PaneError> {
+        let index = self
+            .index_of_token(token)
+            .ok_or_else(|| PaneError::UnknownToken(token.clone()))?;
+        let replaced = usize::from(self.entries[index].process.is_some());
+        if self.live_ptys() - replaced >= self.max_panes {
+            return Err(PaneError::TooManyPanes {
+                max: self.max_panes,
+            });
+        }
+        let id = PaneId::new(self.next_id);
+        let process = self.spawn(id, token, Some(line), self.entries[index].size)?;
+        self.next_id += 1;
+        let entry = &mut self.entries[index];
+        entry.id = id;
+        entry.process = Some(process);
+        entry.slot.generation = entry.slot.generation.saturating_add(1);
+        entry.slot.alive = true;
+        entry.slot.last_output = Instant::now();
+        entry.idle_reported = false;
+        entry.scrollback = Scrollback::new(SCROLLBACK_BYTES);
+        entry.stripper = Stripper::new();
+        Ok(id)
+    }
+
+    /// The pane a token currently names; `None` once the slot is retired.
+    pub fn resolve(&self, token: &Token) -> Option<PaneId> {
+        self.index_of_token(token)
+            .map(|index| self.entries[index].id)
+    }
+
+    /// The pane's slot; `None` for an unknown pane or a retired slot.
+    pub fn slot(&self, pane: PaneId) -> Option<&Slot> {
+        self.entry(pane)
+            .filter(|entry| !entry.retired)
+            .map(|entry| &entry.slot)
+    }
+
+    /// Every pane, in display order.
+    pub fn panes(&self) -> Vec<PaneId> {
+        self.entries.iter().map(|entry| entry.id).collect()
+    }
+
+    /// The pane's index in display order.
+    pub fn position(&self, pane: PaneId) -> Option<usize> {
+        self.entries.iter().position(|entry| entry.id == pane)
+    }
+
+    /// The child's process id, for diagnostics; `None` once the process is released.
+    pub fn pid(&self, pane: PaneId) -> Option<u32> {
+        self.entry(pane)?.process.as_ref()?.pid()
+    }
+
+    /// Queues `bytes` for the pane's writer thread; never waits for the child to read.
+    pub fn write_input(&self, pane: PaneId, bytes: &[u8]) -> Result<(), PaneError> {
+        let entry = self.entry(pane).ok_or(PaneError::UnknownPane(pane))?;
+        let process = entry.process.as_ref().ok_or(PaneError::NoProcess(pane))?;
+        process.write(pane, bytes)
+    }
+
+    /// Resizes the pane's PTY; a later relaunch keeps the size.
+    pub fn resize(&mut self, pane: PaneId, size: PaneSize) -> Result<(), PaneError> {
+        let entry = self.entry_mut(pane).ok_or(PaneError::UnknownPane(pane))?;
+        entry.size = size;
+        match &entry.process {
+            Some(process) => process.resize(pane, size),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes in one `Output` chunk: re-arms idleness, appends to the scrollback, and
+    /// returns the chunk as plugin text (SPEC §2.3), `None` when nothing is left of it or
+    /// the pane is unknown.
+    pub fn record_output(&mut self, pane: PaneId, bytes: &[u8]) -> Option<String> {
+        let entry = self.entry_mut(pane)?;
+        entry.slot.last_output = Instant::now();
+        entry.idle_reported = false;
+        entry.scrollback.push(bytes);
+        let text = entry.stripper.push(bytes);
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// The last [`SCROLLBACK_BYTES`] of raw output, for a re-attaching client; empty for an
+    /// unknown pane.
+    pub fn scrollback(&self, pane: PaneId) -> Vec<u8> {
+        self.entry(pane)
+            .map(|entry| entry.scrollback.to_vec())
+            .unwrap_or_default()
+    }
+
+    /// When [`take_idle`](Self::take_idle) next has something to report: the earliest
+    /// `last_output + threshold` among live panes not yet reported in their quiet period.
+    /// The hub sleeps until then; `None` means no timer is needed.
+    pub fn next_idle_deadline(&self) -> Option<Instant> {
+        self.entries
+            .iter()
+            .filter_map(|entry| entry.idle_deadline(self.idle_threshold))
+            .min()
+    }
+
+    /// Every live pane that has been quiet for the threshold at `now` and was not reported
+    /// since its last output (or [`clear_idle`](Self::clear_idle)).
+    pub fn take_idle(&mut self, now: Instant) -> Vec<IdlePane> {
+        let threshold = self.idle_threshold;
+        let mut idle = Vec::new();
+        for entry in &mut self.entries {
+            if entry.idle_deadline(threshold).is_some_and(|due| due <= now) {
+                entry.idle_reported = true;
+                idle.push(IdlePane {
+                    pane: entry.id,
+                    token: entry.slot.token.clone(),
+                    generation: entry.slot.generation,
+                    idle: now.saturating_duration_since(entry.slot.last_output),
+                });
+            }
+        }
+        idle
+    }
+
+    /// Forgets that the pane's quiet period was reported, so `take_idle` reports it again
+    /// (at once if it is still quiet): for a hold or a take-over, whose new state should
+    /// hear about idleness afresh. Does not touch the time of the last output.
+    pub fn clear_idle(&mut self, pane: PaneId) {
+        if let Some(entry) = self.entry_mut(pane) {
+            entry.idle_reported = false;
+        }
+    }
+
+    /// Time since the pane's last output at `now`, for the guard; `None` unless the pane
+    /// is known and alive.
+    pub fn idle_for(&self, pane: PaneId, now: Instant) -> Option<Duration> {
+        let slot = self.slot(pane).filter(|slot| slot.alive)?;
+        Some(now.saturating_duration_since(slot.last_output))
+    }
+
+    /// The process ended (the hub got `Exited`): the slot stays, the pane is no longer
+    /// alive and no longer goes idle.
+    pub fn mark_exited(&mut self, pane: PaneId) {
+        if let Some(entry) = self.entry_mut(pane) {
+            entry.slot.alive = false;
+        }
+    }
+
+    /// Drops the pane's PTY and process (killing it if it still runs) but keeps the slot,
+    /// e.g. while a relaunch is pending.
+    pub fn release_process(&mut self, pane: PaneId) {
+        if let Some(index) = self.position(pane) {
+            let entry = &mut self.entries[index];
+            entry.process = None;
+            entry.slot.alive = false;
+            if entry.retired {
+                self.entries.remove(index);
+            }
+        }
+    }
+
+    /// Stops the token resolving. A pane whose process was released goes with it; one
+    /// whose process still runs stays until [`destroy`](Self::destroy) or release.
+    pub fn retire_slot(&mut self, token: &Token) {
+        if let Some(index) = self.index_of_token(token) {
+            if self.entries[index].process.is_none() {
+                self.entries.remove(index);
+            } else {
+                self.entries[index].retired = true;
+            }
+        }
+    }
+
+    /// Removes the pane and its slot, killing the child if it still runs.
+    pub fn destroy(&mut self, pane: PaneId) {
+        if let Some(index) = self.position(pane) {
+            self.entries.remove(index);
+        }
+    }
+
+    /// PTYs that exist, whether or not their child still runs: what the cap counts.
+    fn live_ptys(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|entry| entry.process.is_some())
+            .count()
+    }
+
+    fn spawn(
+        &self,
+        pane: PaneId,
+        token: &Token,
+        line: Option<&str>,
+        size: PaneSize,
+    ) -> Result<PaneProcess, PaneError> {
+        // portable-pty silently starts the child in the home directory when its cwd is not
+        // a directory; a pane must run in the repository or not at all.
+        if !self.repo_root.is_dir() {
+            return Err(PaneError::RepoRootNotADirectory {
+                path: self.repo_root.clone(),
+            });
+        }
+        let mut command = self.shell.command(line);
+        command.cwd(&self.repo_root);
+        command.env("TERM", "xterm-256color");
+        command.env("COLORTERM", "truecolor");
+        command.env_remove("NO_COLOR");
+        command.env("NIGHTCROW_PANE_TOKEN", token.as_str());
+        command.env("NIGHTCROW_PLUGIN_RUNTIME_DIR", &self.runtime_dir);
+        PaneProcess::spawn(SpawnSpec {
+            pane,
+            command,
+            program: &self.shell.program,
+            size,
+            events: self.events.clone(),
+        })
+    }
+
+    fn index_of_token(&self, token: &Token) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|entry| !entry.retired && entry.slot.token == *token)
+    }
+
+    fn entry(&self, pane: PaneId) -> Option<&Entry> {
+        self.entries.iter().find(|entry| entry.id == pane)
+    }
+
+    fn entry_mut(&mut self, pane: PaneId) -> Option<&mut Entry> {
+        self.entries.iter_mut().find(|entry| entry.id == pane)
+    }
+}
+
+/// 16 bytes from the OS RNG (SPEC §2.2); there is deliberately no fallback generator.
+fn mint_token() -> Result<Token, PaneError> {
+    let mut bytes = [0; 16];
+    getrandom::fill(&mut bytes).map_err(PaneError::Random)?;
+    Ok(Token::from_bytes(bytes))
+}
