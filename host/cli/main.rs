@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use nightcrow_daemon::Home;
 
 /// Terminal session daemon with a sandboxed WebAssembly plugin host for AI coding CLIs.
 ///
@@ -37,26 +38,40 @@ enum Action {
     Plugin(plugin::PluginAction),
 }
 
+/// Why a command failed; decides the exit code.
+#[derive(Debug)]
+enum Failure {
+    /// The config does not load (exit code 2, like a usage error: nothing was done).
+    Config(String),
+    /// Anything else (exit code 1).
+    Other(String),
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Action::Init { force }) => {
-            config_path(cli.config.as_deref()).and_then(|path| init(&path, force))
-        }
+        Some(Action::Init { force }) => config_path(cli.config.as_deref())
+            .and_then(|path| init(&path, force).map_err(Failure::Other)),
         Some(Action::Plugin(action)) => {
             install_logging();
-            load_config(cli.config.as_deref())
-                .and_then(|config| plugin::run(action, config.as_ref()))
+            load_config(cli.config.as_deref()).and_then(|config| {
+                let home = home()?;
+                plugin::run(action, config.as_ref(), &home).map_err(Failure::Other)
+            })
         }
-        None => Err(format!(
+        None => Err(Failure::Other(format!(
             "nightcrow {} (plugin protocol v{}): the daemon is not built yet; see README.md",
             env!("CARGO_PKG_VERSION"),
             nightcrow_protocol::PROTOCOL_VERSION
-        )),
+        ))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Err(Failure::Config(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Other(message)) => {
             eprintln!("{message}");
             ExitCode::FAILURE
         }
@@ -81,31 +96,36 @@ fn install_logging() {
 
 /// The config if its file exists (a missing one is not an error here); every problem in
 /// it, with file, line and column, if it does not load.
-fn load_config(explicit: Option<&Path>) -> Result<Option<nightcrow_config::Config>, String> {
+fn load_config(explicit: Option<&Path>) -> Result<Option<nightcrow_config::Config>, Failure> {
     let path = config_path(explicit)?;
     if !path.exists() {
         return Ok(None);
     }
     nightcrow_config::load(&path, &user_home()?)
         .map(Some)
-        .map_err(|errors| errors.to_string())
+        .map_err(|errors| Failure::Config(errors.to_string()))
 }
 
-fn user_home() -> Result<PathBuf, String> {
+fn home() -> Result<Home, Failure> {
+    Home::from_env().ok_or_else(|| {
+        Failure::Other("cannot find your home directory; set NIGHTCROW_HOME".to_owned())
+    })
+}
+
+fn user_home() -> Result<PathBuf, Failure> {
     std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
         .map(PathBuf::from)
-        .ok_or_else(|| "cannot find your home directory; set NIGHTCROW_HOME".to_owned())
+        .ok_or_else(|| {
+            Failure::Other("cannot find your home directory; set NIGHTCROW_HOME".to_owned())
+        })
 }
 
 /// `--config`, else `$NIGHTCROW_HOME/config.toml`, else `~/.nightcrow/config.toml`.
-fn config_path(explicit: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(path) = explicit {
-        return Ok(path.to_owned());
+fn config_path(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
+    match explicit {
+        Some(path) => Ok(path.to_owned()),
+        None => Ok(home()?.config()),
     }
-    if let Some(home) = std::env::var_os("NIGHTCROW_HOME") {
-        return Ok(PathBuf::from(home).join("config.toml"));
-    }
-    Ok(user_home()?.join(".nightcrow").join("config.toml"))
 }
 
 fn init(path: &Path, force: bool) -> Result<(), String> {

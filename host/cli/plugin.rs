@@ -1,10 +1,12 @@
-//! `nightcrow plugin check` and `nightcrow plugin run`: a plugin author's (and a careful
-//! user's) view of one plugin file, through the same runtime the daemon uses.
+//! `nightcrow plugin …`: the installed-plugin registry (`install`, `list`, `remove`) and a
+//! plugin author's (and a careful user's) view of one plugin file (`check`, `run`), through
+//! the same runtime the daemon uses.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use nightcrow_config::{Config, PluginCommand, Runtime};
+use nightcrow_daemon::{Home, registry};
 use nightcrow_plugin_host::{
     ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
 };
@@ -13,6 +15,26 @@ use tokio::io::{AsyncWriteExt, BufReader};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginAction {
+    /// Copy a `.wasm` plugin into `$NIGHTCROW_HOME/plugins/` after checking it, record its
+    /// SHA-256, and print a config snippet for it (disabled, granted nothing).
+    Install {
+        /// The `.wasm` component or wasip1 module.
+        file: PathBuf,
+        /// The name to install it as (default: the file name without `.wasm`).
+        #[arg(long)]
+        name: Option<String>,
+        /// Replace an installed plugin of the same name.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show the installed plugins: name, size, recorded SHA-256, whether the file still
+    /// matches it, and what it imports.
+    List,
+    /// Delete an installed plugin.
+    Remove {
+        /// The installed name.
+        name: String,
+    },
     /// Audit a plugin file: load and compile it, check its imports against the plugin
     /// world, and show what the current config would grant it.
     Check {
@@ -59,13 +81,18 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
     }
 }
 
-pub fn run(action: PluginAction, config: Option<&Config>) -> Result<(), String> {
+pub fn run(action: PluginAction, config: Option<&Config>, home: &Home) -> Result<(), String> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let result = match action {
-        PluginAction::Check { file } => tokio.block_on(check(&file, config)),
+        PluginAction::Install { file, name, force } => {
+            tokio.block_on(install(home, &file, name.as_deref(), force))
+        }
+        PluginAction::List => tokio.block_on(list(home)),
+        PluginAction::Remove { name } => home.plugins().remove(&name).map_err(|e| e.to_string()),
+        PluginAction::Check { file } => tokio.block_on(check(&file, config, home)),
         PluginAction::Run(args) => tokio.block_on(run_plugin(args)),
     };
     // tokio reads stdin on a blocking thread that no shutdown can interrupt: waiting for it
@@ -94,7 +121,55 @@ fn runtime() -> Result<PluginRuntime, String> {
     PluginRuntime::new(RuntimeConfig::user_default()).map_err(|e| e.to_string())
 }
 
-async fn check(file: &str, config: Option<&Config>) -> Result<(), String> {
+async fn install(home: &Home, file: &Path, name: Option<&str>, force: bool) -> Result<(), String> {
+    let (installed, imports) = home
+        .plugins()
+        .install(&runtime()?, file, name, force)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "installed {} as `{}` ({} bytes, sha256 {})",
+        file.display(),
+        installed.name,
+        installed.size,
+        installed.sha256
+    );
+    println!("it imports:");
+    for import in &imports {
+        println!("  {import}");
+    }
+    println!("\nTo use it, add this to your config and read what it asks for before enabling:\n");
+    print!("{}", registry::config_snippet(&installed.name));
+    Ok(())
+}
+
+async fn list(home: &Home) -> Result<(), String> {
+    let registry = home.plugins();
+    let installed = registry.list().map_err(|e| e.to_string())?;
+    if installed.is_empty() {
+        println!("no plugins installed in {}", registry.dir().display());
+        return Ok(());
+    }
+    let runtime = runtime()?;
+    for plugin in installed {
+        let state = if plugin.intact {
+            "matches"
+        } else {
+            "CHANGED since install; it will not run"
+        };
+        println!(
+            "{}  {} bytes  sha256 {} ({state})",
+            plugin.name, plugin.size, plugin.sha256
+        );
+        match runtime.check(&PluginSource::Path(plugin.path)).await {
+            Ok(imports) => println!("  imports: {}", imports.join(", ")),
+            Err(error) => println!("  refused by the import audit: {error}"),
+        }
+    }
+    Ok(())
+}
+
+async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), String> {
     let source = source(file)?;
     let imports = runtime()?
         .check(&source)
@@ -109,7 +184,7 @@ async fn check(file: &str, config: Option<&Config>) -> Result<(), String> {
             config
                 .plugins
                 .iter()
-                .filter(|plugin| names_file(&plugin.command, file))
+                .filter(|plugin| names_file(&plugin.command, file, home))
                 .collect()
         })
         .unwrap_or_default();
@@ -149,11 +224,17 @@ async fn check(file: &str, config: Option<&Config>) -> Result<(), String> {
     Ok(())
 }
 
-fn names_file(command: &PluginCommand, file: &str) -> bool {
+fn names_file(command: &PluginCommand, file: &str, home: &Home) -> bool {
     match command {
         PluginCommand::Builtin(name) => file.strip_prefix(nightcrow_builtin::PREFIX) == Some(name),
         PluginCommand::Path(path) => same_file(path, Path::new(file)),
-        PluginCommand::Installed(_) => false,
+        PluginCommand::Installed(name) => {
+            file == name
+                || home
+                    .plugins()
+                    .resolve(name)
+                    .is_ok_and(|path| same_file(&path, Path::new(file)))
+        }
     }
 }
 

@@ -5,6 +5,8 @@
 //! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
+//! - [`registry`]: `plugin install|list|remove`, and an installed file refused once it
+//!   no longer has its recorded hash.
 //! - [`wasip1`]: core modules through wasmtime's preview-1 support, and their import audit.
 //! - [`recovery`]: the bundled recovery plugin against real Codex rollouts and a replaying
 //!   OpenCode server, every scenario natively and as a wasm component in the real runtime,
@@ -22,5 +24,6 @@ mod cli;
 mod hostile;
 mod plugin_cli;
 mod recovery;
+mod registry;
 mod util;
 mod wasip1;
