@@ -182,6 +182,23 @@ impl Plugin {
         }
     }
 
+    /// The `CODEX_HOME` the plugin is given.
+    pub fn codex_home(&self) -> PathBuf {
+        self.home.path().join("codex")
+    }
+
+    /// Counts every file now under the Codex home as written by the test (a stand-in CLI
+    /// the test ran), so the no-file check at the end still holds the plugin to none.
+    pub fn files_written_by_the_test(&mut self) {
+        let mut files = Vec::new();
+        list_files(&self.codex_home(), &mut files);
+        for file in files {
+            if !self.written.contains(&file) {
+                self.written.push(file);
+            }
+        }
+    }
+
     pub fn day(&self) -> PathBuf {
         let dir = self.home.path().join("codex/sessions/2026/12/02");
         std::fs::create_dir_all(&dir).expect("day dir");

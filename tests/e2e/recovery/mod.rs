@@ -12,6 +12,7 @@
 //! - `codex`: the real rollouts appended to a temp `CODEX_HOME` as Codex writes them.
 //! - `opencode`: a real loopback HTTP server replaying OpenCode's captured event streams and
 //!   status polls.
+//! - `stand_in`: the scripted Codex of `nightcrow demo` is recognised and resumed.
 //! - `sandbox`: the component without its grants: it sees nothing, says nothing, keeps
 //!   running.
 
@@ -19,3 +20,4 @@ mod codex;
 mod harness;
 mod opencode;
 mod sandbox;
+mod stand_in;
