@@ -127,21 +127,10 @@ impl TestHub {
         }
     }
 
-    /// The pane created for startup command number `n` (in config order), from the
-    /// client's `created` messages.
+    /// The pane created for startup command number `n` (in config order): the `n`-th
+    /// `created` the client got, since startup panes open before the client attaches.
     pub async fn startup_pane(&mut self, n: usize) -> PaneId {
-        let mut seen = Vec::new();
-        while seen.len() <= n {
-            let pane = self
-                .client
-                .message(|message| match message {
-                    HubMessage::Created { pane, .. } => Some(*pane),
-                    _ => None,
-                })
-                .await;
-            seen.push(pane);
-        }
-        PaneId::new(seen[n])
+        PaneId::new(self.client.nth_created(n).await)
     }
 
     pub async fn input(&self, pane: PaneId, data: &str) {
@@ -176,7 +165,7 @@ impl Watcher {
     }
 
     /// Takes the next frame into the record; `false` once the stream ended.
-    async fn take(&mut self) -> bool {
+    pub async fn take_one(&mut self) -> bool {
         match self.client.recv().await {
             Some(Frame::Message(message)) => self.messages.push(message),
             Some(Frame::Output { pane, bytes }) => self
@@ -202,7 +191,30 @@ impl Watcher {
                         return found;
                     }
                 }
-                assert!(self.take().await, "the client stream ended");
+                assert!(self.take_one().await, "the client stream ended");
+            }
+        })
+        .await
+    }
+
+    /// The `n`-th `created` pane of the stream; later [`Watcher::message`] calls start after it.
+    pub async fn nth_created(&mut self, n: usize) -> u64 {
+        within(&format!("created #{n}"), async {
+            loop {
+                let found = self
+                    .messages
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, message)| match message {
+                        HubMessage::Created { pane, .. } => Some((index, *pane)),
+                        _ => None,
+                    })
+                    .nth(n);
+                if let Some((index, pane)) = found {
+                    self.consumed = self.consumed.max(index + 1);
+                    return pane;
+                }
+                assert!(self.take_one().await, "the client stream ended");
             }
         })
         .await
@@ -212,7 +224,7 @@ impl Watcher {
     pub async fn saw(&mut self, expected: HubMessage) {
         within(&format!("{expected:?}"), async {
             while !self.messages.contains(&expected) {
-                assert!(self.take().await, "the client stream ended");
+                assert!(self.take_one().await, "the client stream ended");
             }
         })
         .await
@@ -229,7 +241,7 @@ impl Watcher {
                 if text.contains(needle) {
                     return text;
                 }
-                assert!(self.take().await, "the client stream ended");
+                assert!(self.take_one().await, "the client stream ended");
             }
         })
         .await
