@@ -118,6 +118,11 @@ impl TestHub {
 
     pub async fn start(config: HubConfig, repo: tempfile::TempDir) -> TestHub {
         let hub = Hub::spawn(config.clone(), runtime()).expect("hub spawns");
+        TestHub::attach(hub, config, repo).await
+    }
+
+    /// Attaches the test's client to a hub spawned elsewhere (e.g. on another runtime).
+    pub async fn attach(hub: HubHandle, config: HubConfig, repo: tempfile::TempDir) -> TestHub {
         let client = Watcher::new(within("attach", hub.attach()).await.expect("attach"));
         TestHub {
             hub,

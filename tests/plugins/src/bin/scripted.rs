@@ -7,7 +7,8 @@
 //! - `exit_status=STATE`: on `pane_exited`, a `status` with that state (attempt 1);
 //! - `exit_relaunch=A,B`: on `pane_exited`, `relaunch` with those resume args (empty: none);
 //! - `watch_echoed`: on `pane_output` containing `watch:<token>`, `watch_pane` for it;
-//! - `attention_on=WORD`: on `pane_output` containing WORD, `attention`.
+//! - `attention_on=WORD`: on `pane_output` containing WORD, `attention`;
+//! - `exit_on=WORD`: on `pane_output` containing WORD, exit with code 3 (a crash).
 //!
 //! Leaves on `shutdown`.
 use nightcrow_protocol::{Command, Event, LogLevel, TOKEN_HEX_LEN, Token, encode_event};
@@ -25,6 +26,7 @@ fn main() {
     });
     let watch_echoed = std::env::args().any(|arg| arg == "watch_echoed");
     let attention_on = arg("attention_on");
+    let exit_on = arg("exit_on");
     for incoming in incoming() {
         let event = match incoming {
             Incoming::Event(event) => event,
@@ -83,6 +85,9 @@ fn main() {
                     for watched in watched_tokens(text) {
                         send(&Command::WatchPane { token: watched });
                     }
+                }
+                if exit_on.as_ref().is_some_and(|word| text.contains(word)) {
+                    std::process::exit(3);
                 }
                 if attention_on
                     .as_ref()
