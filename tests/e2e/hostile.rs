@@ -74,6 +74,7 @@ on_both_runtimes!(
     token_guesser,
     env_not_granted,
     restart_loop,
+    scripted,
 );
 on_wasm_only!(
     memory_bomb,
@@ -98,6 +99,38 @@ fn assert_rss_bounded(before: u64, what: &str) {
     let after = rss_bytes();
     let grown = after.saturating_sub(before);
     assert!(grown < RSS_SLACK, "{what}: RSS grew by {} KiB", grown >> 10);
+}
+
+/// The hub's scriptable guest: it logs each event as its own protocol line and answers as
+/// its arguments say (here: a relaunch with the given args on `pane_exited`).
+async fn scripted(kind: RuntimeKind) {
+    let name = name("scripted", kind);
+    let mut plugin = start(&spec(
+        &name,
+        guests::SCRIPTED,
+        kind,
+        &["exit_relaunch=resume,abc"],
+    ))
+    .await;
+    let exited = Event::PaneExited {
+        token: token(1),
+        generation: 2,
+    };
+    assert!(plugin.send(exited.clone()));
+    let line = nightcrow_protocol::encode_event(&exited).expect("encodes");
+    assert_eq!(
+        log_message(next_command(&mut plugin).await),
+        format!("event {}", line.trim_end())
+    );
+    assert_eq!(
+        next_command(&mut plugin).await,
+        Command::Relaunch {
+            token: token(1),
+            generation: 2,
+            resume_args: vec!["resume".to_owned(), "abc".to_owned()],
+        }
+    );
+    plugin.shutdown().await;
 }
 
 /// Conformance: every event kind is answered in order with its payload; `shutdown` ends the

@@ -1,0 +1,224 @@
+//! The client protocol (SPEC §8): JSON control messages, tagged by `"type"`, and binary
+//! output frames (`u32 LE pane id` + raw PTY bytes). The daemon puts these on a Unix socket
+//! or a WebSocket as they are; the hub never sees a transport.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Version carried by `hello`; a client that does not know it should disconnect.
+pub const CLIENT_PROTOCOL_VERSION: u32 = 1;
+
+/// Client → hub. `pane` is the hub's pane id as clients see it (`created.pane`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientRequest {
+    /// Open a pane: a bare shell, or `command` through the shell. A client pane is never
+    /// relaunchable and no plugin owns it unless one is granted `watch_pane`.
+    Create {
+        #[serde(default)]
+        title: Option<String>,
+        #[serde(default)]
+        command: Option<String>,
+        #[serde(default)]
+        rows: Option<u16>,
+        #[serde(default)]
+        cols: Option<u16>,
+    },
+    /// Typed by a person. `data` is a JSON string, written as its UTF-8 bytes.
+    Input {
+        pane: u64,
+        data: String,
+    },
+    Resize {
+        pane: u64,
+        rows: u16,
+        cols: u16,
+    },
+    Close {
+        pane: u64,
+    },
+    /// End the pane's relaunch hold, if it has one.
+    CancelRecovery {
+        pane: u64,
+    },
+    /// Open every startup command that has no pane in the hub (neither running nor held).
+    Start,
+}
+
+impl ClientRequest {
+    /// Parses one control message; the error text is what the client is told.
+    pub fn parse(text: &str) -> Result<ClientRequest, String> {
+        serde_json::from_str(text).map_err(|error| format!("bad request: {error}"))
+    }
+}
+
+/// A status report relayed to clients uninterpreted (SPEC §6.6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryReport {
+    pub pane: u64,
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_epoch: Option<i64>,
+    pub attempt: u32,
+}
+
+impl RecoveryReport {
+    /// The report sent wherever a hold ends (SPEC §6.4).
+    pub fn cancelled(pane: u64) -> RecoveryReport {
+        RecoveryReport {
+            pane,
+            state: "cancelled".to_owned(),
+            detail: None,
+            deadline_epoch: None,
+            attempt: 0,
+        }
+    }
+}
+
+/// Hub → client control messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HubMessage {
+    /// Always the first message of an attachment.
+    Hello {
+        version: u32,
+    },
+    /// A pane exists (on attach: one per running pane, followed by its scrollback).
+    Created {
+        pane: u64,
+        title: Option<String>,
+        rows: u16,
+        cols: u16,
+    },
+    /// The pane's process ended; `code` is `None` when a signal ended it (or it was closed).
+    Exited {
+        pane: u64,
+        code: Option<u32>,
+    },
+    Resized {
+        pane: u64,
+        rows: u16,
+        cols: u16,
+    },
+    Recovery(RecoveryReport),
+    Attention {
+        pane: u64,
+    },
+    /// A plugin's health changed: `state` is `running`, `failed` or `gave_up`.
+    Plugin {
+        name: String,
+        state: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// A request was refused or malformed; the hub carries on.
+    Error {
+        message: String,
+    },
+}
+
+impl HubMessage {
+    /// The JSON text of the message, as it goes on the wire.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("hub messages always serialise")
+    }
+}
+
+/// One item of a client's stream, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Message(HubMessage),
+    /// Raw PTY bytes of one pane.
+    Output {
+        pane: u64,
+        bytes: Bytes,
+    },
+}
+
+/// The binary output frame: the pane id as `u32` little endian, then the bytes.
+///
+/// Pane ids are allocated from 1 upwards and never reused; one hub would need four billion
+/// pane spawns to leave `u32`, so the id is truncated rather than the frame widened.
+pub fn output_frame(pane: u64, bytes: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(4 + bytes.len());
+    frame.extend_from_slice(&(pane as u32).to_le_bytes());
+    frame.extend_from_slice(bytes);
+    frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovery_and_attention_have_the_spec_shape() {
+        let full = HubMessage::Recovery(RecoveryReport {
+            pane: 3,
+            state: "waiting_for_reset".to_owned(),
+            detail: Some("usage limit".to_owned()),
+            deadline_epoch: Some(1_771_890_527),
+            attempt: 2,
+        });
+        assert_eq!(
+            full.to_json(),
+            r#"{"type":"recovery","pane":3,"state":"waiting_for_reset","detail":"usage limit","deadline_epoch":1771890527,"attempt":2}"#
+        );
+        assert_eq!(
+            HubMessage::Recovery(RecoveryReport::cancelled(4)).to_json(),
+            r#"{"type":"recovery","pane":4,"state":"cancelled","attempt":0}"#
+        );
+        assert_eq!(
+            HubMessage::Attention { pane: 5 }.to_json(),
+            r#"{"type":"attention","pane":5}"#
+        );
+        assert_eq!(
+            HubMessage::Hello {
+                version: CLIENT_PROTOCOL_VERSION
+            }
+            .to_json(),
+            r#"{"type":"hello","version":1}"#
+        );
+    }
+
+    #[test]
+    fn requests_parse_and_bad_ones_say_why() {
+        assert_eq!(
+            ClientRequest::parse(r#"{"type":"input","pane":2,"data":"ls\r"}"#),
+            Ok(ClientRequest::Input {
+                pane: 2,
+                data: "ls\r".to_owned()
+            })
+        );
+        assert_eq!(
+            ClientRequest::parse(r#"{"type":"start"}"#),
+            Ok(ClientRequest::Start)
+        );
+        assert_eq!(
+            ClientRequest::parse(r#"{"type":"create"}"#),
+            Ok(ClientRequest::Create {
+                title: None,
+                command: None,
+                rows: None,
+                cols: None
+            })
+        );
+        for bad in [
+            "",
+            "{",
+            r#"{"type":"explode"}"#,
+            r#"{"type":"close"}"#,
+            r#"{"type":"close","pane":-1}"#,
+            r#"{"type":"close","pane":1,"extra":true}"#,
+        ] {
+            let error = ClientRequest::parse(bad).unwrap_err();
+            assert!(error.starts_with("bad request: "), "{bad:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn output_frames_lead_with_the_pane_id_little_endian() {
+        assert_eq!(output_frame(258, b"hi"), [2, 1, 0, 0, b'h', b'i']);
+    }
+}

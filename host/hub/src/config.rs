@@ -1,0 +1,111 @@
+//! What a hub needs, already resolved: the daemon maps its config file onto these types, so
+//! the hub never reads a file or expands a path.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nightcrow_guard::{GuardLimits, IDLE_THRESHOLD, PluginPolicy};
+use nightcrow_pane::{PaneSize, Shell};
+use nightcrow_plugin_host::{PluginSource, PluginSpec, RestartPolicy};
+
+/// How long an exited, owned, relaunchable pane is held for a relaunch (SPEC §6.2).
+pub const PENDING_RELAUNCH_TTL: Duration = Duration::from_secs(9 * 24 * 60 * 60);
+
+/// One `[[startup_command]]`: a pane the hub opens when it starts (and on `start`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartupCommand {
+    /// The pane's title.
+    pub name: Option<String>,
+    /// Run through the shell as one argv item; also the original launch command every
+    /// relaunch line is composed from.
+    pub command: String,
+    /// The plugin this pane is opted into (SPEC §6.5: only startup commands opt panes in).
+    pub plugin: Option<String>,
+}
+
+/// One `[[plugin]]`: how to start it, what the guard lets it do, and whether it may run.
+#[derive(Debug, Clone)]
+pub struct HubPlugin {
+    /// `spec.name` is the plugin's name everywhere (owners, logs, `policy.name`).
+    pub spec: PluginSpec,
+    /// The guard's view; `allowed_resume_flags` and `watch_on_signal` apply at the next
+    /// judgement after a reload.
+    pub policy: PluginPolicy,
+    pub enabled: bool,
+}
+
+impl HubPlugin {
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Whether `other` needs a new instance: only `command`, `args`, `env`, `runtime` and
+    /// `sandbox` changes do (SPEC §6.5); policy changes apply in place.
+    pub(crate) fn same_instance(&self, other: &HubPlugin) -> bool {
+        let (a, b) = (&self.spec, &other.spec);
+        let same_source = match (&a.source, &b.source) {
+            (PluginSource::Path(a), PluginSource::Path(b)) => a == b,
+            (
+                PluginSource::Builtin { name: a, bytes: x },
+                PluginSource::Builtin { name: b, bytes: y },
+            ) => a == b && x == y,
+            _ => false,
+        };
+        same_source
+            && a.runtime == b.runtime
+            && a.args == b.args
+            && a.env == b.env
+            && a.runtime_dir == b.runtime_dir
+            && a.sandbox == b.sandbox
+    }
+}
+
+/// Everything one hub needs, resolved.
+///
+/// `repo_root`, `shell`, `runtime_dir` and `idle_threshold` are fixed when the hub spawns (its
+/// panes were started with them); a reload applies every other field.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    /// The repository; canonicalised by the pane table, every pane's cwd.
+    pub repo_root: PathBuf,
+    pub shell: Shell,
+    pub guard_limits: GuardLimits,
+    pub startup_commands: Vec<StartupCommand>,
+    pub plugins: Vec<HubPlugin>,
+    /// `NIGHTCROW_PLUGIN_RUNTIME_DIR` of this hub's panes (SPEC §5.4); created (0700) at spawn.
+    pub runtime_dir: PathBuf,
+    pub pending_relaunch_ttl: Duration,
+    /// Quiet time before `pane_idle` and before the guard lets a plugin type (SPEC §5.3).
+    pub idle_threshold: Duration,
+    pub restart_policy: RestartPolicy,
+    /// Size of startup panes and of client panes that name none.
+    pub default_size: PaneSize,
+}
+
+impl HubConfig {
+    /// A hub for `repo_root` with no startup commands, no plugins and the spec's defaults.
+    pub fn new(repo_root: PathBuf, runtime_dir: PathBuf) -> HubConfig {
+        HubConfig {
+            repo_root,
+            shell: Shell::user_default(),
+            guard_limits: GuardLimits::default(),
+            startup_commands: Vec::new(),
+            plugins: Vec::new(),
+            runtime_dir,
+            pending_relaunch_ttl: PENDING_RELAUNCH_TTL,
+            idle_threshold: IDLE_THRESHOLD,
+            restart_policy: RestartPolicy::default(),
+            default_size: PaneSize::new(24, 80).expect("24x80 is within bounds"),
+        }
+    }
+
+    /// Whether `plugin` runs in this hub (SPEC §6.5): enabled, and named by a startup command
+    /// or allowed to watch; `owns_panes` covers the third reason, a pane it owns.
+    pub(crate) fn should_run(&self, plugin: &HubPlugin, owns_panes: bool) -> bool {
+        let named = self
+            .startup_commands
+            .iter()
+            .any(|startup| startup.plugin.as_deref() == Some(plugin.name()));
+        plugin.enabled && (named || plugin.policy.watch_on_signal || owns_panes)
+    }
+}

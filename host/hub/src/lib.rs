@@ -1,0 +1,72 @@
+//! The repository hub of nightcrow (SPEC §6): one worker task per open repository that owns
+//! its PTY panes, its plugin instances, the one [`Guard`](nightcrow_guard::Guard), the
+//! owners of panes, the panes opted into a plugin by a startup command, and the relaunch
+//! holds. Everything else talks to it through a [`HubHandle`], whose calls are messages on a
+//! bounded queue; clients get an ordered, bounded [`Client`] stream of [`Frame`]s.
+//!
+//! **Invariants:**
+//! - the only path from a plugin's request to a pane is `Supervisor` → facts resolved from
+//!   the token → `Guard::judge` → a match on the `Approved` value; a refusal is logged and
+//!   goes nowhere else;
+//! - PTY output is never held back by a client or a plugin: a client that falls behind is
+//!   disconnected, events to a plugin are dropped and counted when its queue is full;
+//! - plugins see tokens and generations, never pane ids, and never the pane token variable;
+//! - wherever a relaunch hold ends, clients get `recovery` with state `cancelled`.
+//!
+//! It refuses to know about config files and sockets: the daemon maps its configuration to
+//! a [`HubConfig`] and carries [`Frame`]s to its transports.
+//!
+//! ```no_run
+//! # async fn demo(runtime: nightcrow_plugin_host::PluginRuntime) -> Result<(), nightcrow_hub::HubError> {
+//! use nightcrow_hub::{Frame, Hub, HubConfig, HubMessage};
+//!
+//! let config = HubConfig::new("/srv/repo".into(), "/run/user/1000/nightcrow/0123456789abcdef".into());
+//! let hub = Hub::spawn(config, runtime)?;
+//! let mut client = hub.attach().await?;
+//! let pane = hub.create(None, None).await?;
+//! hub.input(pane, "echo hi\r").await?;
+//! while let Some(frame) = client.recv().await {
+//!     match frame {
+//!         Frame::Message(message) => println!("{}", message.to_json()),
+//!         Frame::Output { pane, bytes } => {
+//!             let wire = nightcrow_hub::output_frame(pane, &bytes);
+//! #           drop(wire);
+//!         }
+//!     }
+//! }
+//! hub.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod client;
+mod config;
+mod handle;
+mod worker;
+
+use nightcrow_plugin_host::PluginRuntime;
+use tokio::sync::mpsc;
+
+pub use client::{
+    CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport, output_frame,
+};
+pub use config::{HubConfig, HubPlugin, PENDING_RELAUNCH_TTL, StartupCommand};
+pub use handle::{
+    CLIENT_QUEUE, Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus,
+    PluginStatus, REQUEST_QUEUE, ReloadReport,
+};
+
+/// Starts hubs.
+pub struct Hub;
+
+impl Hub {
+    /// Creates the runtime dir and the pane table, then starts the worker task, which opens
+    /// the startup panes and starts the plugins that should run. Must be called inside a
+    /// tokio runtime. Fails only when the repository root or the runtime dir is unusable.
+    pub fn spawn(config: HubConfig, runtime: PluginRuntime) -> Result<HubHandle, HubError> {
+        let (requests, receiver) = mpsc::channel(REQUEST_QUEUE);
+        let worker = worker::Worker::new(config, runtime, requests.downgrade(), receiver)?;
+        tokio::spawn(worker.run());
+        Ok(HubHandle { requests })
+    }
+}

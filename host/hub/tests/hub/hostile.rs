@@ -1,0 +1,123 @@
+//! Plugins that flood, spin and bomb memory never hold back pane output: every byte a pane
+//! writes reaches the client, in order (SPEC §4.4, §5.5). Measured in bytes, never in time.
+
+use nightcrow_guard::PaneId;
+use nightcrow_hub::Frame;
+use nightcrow_plugin_host::RuntimeKind;
+use nightcrow_test_plugin_artifacts as guests;
+
+use nightcrow_hub::Hub;
+
+use crate::util::{TestHub, plugin, runtime, startup, within};
+
+/// The stream waits for a line of input, so that it starts once the client is attached
+/// (before that, output is kept only as far as the scrollback reaches).
+///
+/// Reads the client stream until pane `pane` has printed `last` (one number per line, as
+/// `seq` writes them through the PTY), then checks that every line `1..=last` came, in
+/// order. The reading loop only copies bytes: the check runs after it, so a test built
+/// without optimisations still reads as fast as a client must.
+async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64) {
+    let end = format!("\n{last}\r\n");
+    let mut output: Vec<u8> = Vec::new();
+    within(&format!("seq 1 {last} from pane {pane}"), async {
+        while !output.ends_with(end.as_bytes()) {
+            let frame = hub.client.client.recv().await;
+            let frame =
+                frame.unwrap_or_else(|| panic!("disconnected after {} bytes", output.len()));
+            if let Frame::Output { pane: from, bytes } = frame
+                && from == pane.get()
+            {
+                output.extend_from_slice(&bytes);
+            }
+        }
+    })
+    .await;
+    let text = std::str::from_utf8(&output).expect("seq prints ASCII");
+    // The echo of the line that started the stream comes first.
+    let numbers: Vec<&str> = text
+        .trim_start_matches("\r\n")
+        .split_terminator("\r\n")
+        .collect();
+    assert_eq!(numbers.len() as u64, last, "lines lost or added");
+    for (expected, line) in (1..=last).zip(numbers) {
+        assert_eq!(line, expected.to_string(), "out of order or lost");
+    }
+}
+
+/// A plugin flooding commands owns a pane that streams 5 MB: all of it arrives, while the
+/// plugin, which reads no events during its flood, has events dropped rather than waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_plugin_does_not_hold_back_its_pane() {
+    const LAST: u64 = 700_000;
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup(
+        "stream",
+        &format!("read go; seq 1 {LAST}; exec cat"),
+        Some("flood"),
+    )];
+    config.plugins = vec![plugin(
+        "flood",
+        guests::COMMAND_FLOOD,
+        RuntimeKind::Wasm,
+        &[],
+    )];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    hub.input(pane, "\r").await;
+    expect_sequence(&mut hub, pane, LAST).await;
+    let status = hub.hub.status().await.expect("status");
+    let health = status.plugins[0].health.as_ref().expect("the flood runs");
+    assert!(health.dropped_events > 0, "{health:?}");
+    hub.shutdown().await;
+}
+
+/// A flooding, a spinning and a memory-bombing plugin in the same hub while a pane streams
+/// about 50 MB: every byte arrives in order, and the hub still serves the other pane.
+///
+/// The hub and its plugins run on a runtime of their own and the client reads on the test's
+/// thread, as a daemon's socket writer would: a guest spinning on a shared worker thread
+/// until its CPU slice ends must not be what makes the client fall behind.
+#[test]
+fn hostile_plugins_do_not_disturb_a_large_stream() {
+    const LAST: u64 = 6_000_000;
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![
+        startup(
+            "stream",
+            &format!("read go; seq 1 {LAST}; exec cat"),
+            Some("flood"),
+        ),
+        startup("spun", "exec cat", Some("spin")),
+    ];
+    let mut bomb = plugin("bomb", guests::MEMORY_BOMB, RuntimeKind::Wasm, &[]);
+    bomb.policy.watch_on_signal = true;
+    config.plugins = vec![
+        plugin("flood", guests::COMMAND_FLOOD, RuntimeKind::Wasm, &[]),
+        plugin("spin", guests::SPIN_AFTER_EVENT, RuntimeKind::Wasm, &[]),
+        bomb,
+    ];
+    let hub_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("hub runtime");
+    let hub = {
+        let _context = hub_runtime.enter();
+        Hub::spawn(config.clone(), runtime()).expect("hub spawns")
+    };
+    let client_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    client_runtime.block_on(async {
+        let mut hub = TestHub::attach(hub, config, repo).await;
+        let stream = hub.startup_pane(0).await;
+        let other = hub.startup_pane(1).await;
+        hub.input(stream, "\r").await;
+        expect_sequence(&mut hub, stream, LAST).await;
+        hub.input(other, "still served\r").await;
+        hub.client.output_contains(other, "still served").await;
+        hub.shutdown().await;
+    });
+}

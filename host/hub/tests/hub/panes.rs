@@ -1,0 +1,171 @@
+//! Panes through the hub: output to clients and (stripped) to the owner, the pane token,
+//! idleness, and the guard's idle rule for plugin input.
+
+use nightcrow_guard::PaneId;
+use nightcrow_hub::{ClientRequest, HubMessage};
+use nightcrow_plugin_host::RuntimeKind;
+use nightcrow_protocol::Event;
+
+use crate::util::{
+    TestHub, event, events_of, logged, logs_of, opened_token, plugin, scripted, startup, within,
+};
+
+/// Raw bytes reach the client, typed input is echoed, and the owner gets the same output as
+/// plain text (escape sequences stripped).
+#[tokio::test]
+async fn output_reaches_clients_raw_and_the_owner_stripped() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup(
+        "colour",
+        r"printf '\033[31mred\033[0m\n'; exec cat",
+        Some("out-owner"),
+    )];
+    config.plugins = vec![scripted("out-owner", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    hub.client.output_contains(pane, "\u{1b}[31mred").await;
+    let (token, _) = opened_token("out-owner", "colour").await;
+    let text = event("out-owner", |event| match event {
+        Event::PaneOutput { token: t, text, .. } if *t == token && text.contains("red") => {
+            Some(text.clone())
+        }
+        _ => None,
+    })
+    .await;
+    assert!(!text.contains('\u{1b}'), "not stripped: {text:?}");
+
+    hub.input(pane, "hello there\r").await;
+    hub.client.output_contains(pane, "hello there").await;
+    event("out-owner", |event| match event {
+        Event::PaneOutput { text, .. } if text.contains("hello there") => Some(()),
+        _ => None,
+    })
+    .await;
+    hub.shutdown().await;
+}
+
+/// Every pane has its token in `NIGHTCROW_PANE_TOKEN`; a plugin's environment has neither
+/// the variable nor the value.
+#[tokio::test]
+async fn the_token_is_in_the_pane_env_and_never_in_a_plugins() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup(
+        "tok",
+        "echo TOKEN=$NIGHTCROW_PANE_TOKEN.; exec cat",
+        Some("tok-owner"),
+    )];
+    let mut probe = plugin(
+        "tok-probe",
+        nightcrow_test_plugin_artifacts::PROBE,
+        RuntimeKind::Wasm,
+        &["env"],
+    );
+    probe.policy.watch_on_signal = true;
+    config.plugins = vec![scripted("tok-owner", &[]), probe];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    let (token, _) = opened_token("tok-owner", "tok").await;
+    hub.client
+        .output_contains(pane, &format!("TOKEN={token}."))
+        .await;
+
+    logged("tok-probe", &["env: ", "variables"]).await;
+    let env: Vec<String> = logs_of("tok-probe")
+        .into_iter()
+        .filter_map(|line| line.plugin_text)
+        .filter(|text| text.starts_with("env: "))
+        .collect();
+    assert!(
+        env.iter()
+            .any(|line| line.contains("NIGHTCROW_PLUGIN_RUNTIME_DIR")),
+        "{env:?}"
+    );
+    for line in &env {
+        assert!(!line.contains("NIGHTCROW_PANE_TOKEN"), "{line}");
+        assert!(!line.contains(token.as_str()), "{line}");
+    }
+    hub.shutdown().await;
+}
+
+/// `pane_idle` comes once per quiet period: output re-arms it.
+#[tokio::test]
+async fn pane_idle_comes_once_per_quiet_period() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("quiet", "exec cat", Some("idle-owner"))];
+    config.plugins = vec![scripted("idle-owner", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    let idle = |event: &Event| matches!(event, Event::PaneIdle { .. }).then_some(());
+    crate::util::events("idle-owner", 1, idle).await;
+    hub.input(pane, "wake\r").await;
+    crate::util::events("idle-owner", 2, idle).await;
+
+    let tags: Vec<&str> = events_of("idle-owner")
+        .iter()
+        .map(Event::tag)
+        .collect::<Vec<_>>();
+    let tags: Vec<&str> = tags
+        .into_iter()
+        .filter(|tag| *tag != "pane_output")
+        .collect();
+    assert_eq!(
+        &tags[..4],
+        ["pane_opened", "pane_idle", "user_input", "pane_idle"],
+        "{tags:?}"
+    );
+    hub.shutdown().await;
+}
+
+/// A plugin's `send_input` is refused while the pane is busy and approved once it is idle.
+#[tokio::test]
+async fn send_input_is_approved_only_when_the_pane_is_idle() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("typist", "exec cat", Some("typist"))];
+    config.plugins = vec![scripted(
+        "typist",
+        &["open_send=too-early", "idle_send=just-right"],
+    )];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    let output = hub.client.output_contains(pane, "just-right").await;
+    assert!(!output.contains("too-early"), "{output:?}");
+    logged("typist", &["refused", "busy"]).await;
+    hub.shutdown().await;
+}
+
+/// Bad client requests get an `error` and the hub carries on.
+#[tokio::test]
+async fn malformed_requests_are_answered_with_errors() {
+    let (config, repo) = TestHub::config();
+    let mut hub = TestHub::start(config, repo).await;
+    for bad in [
+        "not json",
+        r#"{"type":"explode"}"#,
+        r#"{"type":"input","pane":99,"data":"x"}"#,
+        r#"{"type":"resize","pane":99,"rows":0,"cols":0}"#,
+    ] {
+        within("send", hub.client.client.send_json(bad))
+            .await
+            .expect("the hub runs");
+        hub.client
+            .message(|message| matches!(message, HubMessage::Error { .. }).then_some(()))
+            .await;
+    }
+    let pane = within(
+        "create",
+        hub.hub.request(ClientRequest::Create {
+            title: None,
+            command: None,
+            rows: Some(0),
+            cols: Some(80),
+        }),
+    )
+    .await;
+    assert!(pane.is_err(), "{pane:?}");
+    let pane: PaneId = within("create", hub.hub.create(Some("sh".into()), None))
+        .await
+        .expect("a bare shell");
+    hub.input(pane, "echo still-here\r").await;
+    hub.client.output_contains(pane, "still-here").await;
+    hub.shutdown().await;
+}

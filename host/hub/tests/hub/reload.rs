@@ -1,0 +1,183 @@
+//! Which plugins run across reloads (SPEC §6.5), and supervision of a crashing one (§4.6).
+
+use std::path::PathBuf;
+
+use nightcrow_guard::PaneId;
+use nightcrow_hub::{HubMessage, RecoveryReport, ReloadReport};
+use nightcrow_plugin_host::PluginSource;
+use nightcrow_protocol::{Event, Token};
+
+use crate::util::{TestHub, event, events, events_of, logged, opened_token, scripted, startup};
+
+/// How many `pane_opened` for `token` the scripted plugin `plugin` has received.
+fn opened_count(plugin: &str, token: &Token) -> usize {
+    events_of(plugin)
+        .iter()
+        .filter(|event| matches!(event, Event::PaneOpened { token: t, .. } if t == token))
+        .count()
+}
+
+async fn owner_of(hub: &TestHub, pane: PaneId) -> Option<String> {
+    let status = hub.hub.status().await.expect("status");
+    let pane = status.panes.iter().find(|status| status.pane == pane);
+    pane.and_then(|pane| pane.owner.clone())
+}
+
+async fn reload(hub: &TestHub) -> ReloadReport {
+    crate::util::within("reload", hub.hub.reload(hub.config.clone()))
+        .await
+        .expect("the hub runs")
+}
+
+/// `watch_on_signal` changes apply at the next judgement, in the same instance.
+#[tokio::test]
+async fn policy_changes_apply_in_place() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("flags", "exec sh", Some("flags"))];
+    config.plugins = vec![scripted("flags", &["watch_echoed"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    let (own, _) = opened_token("flags", "flags").await;
+    let ask = format!("printf 'wa%sch:%s\\n' t {own}\r");
+    // Watching its own pane is approved (a fresh `pane_opened`) only with `watch_on_signal`.
+    hub.input(pane, &ask).await;
+    logged("flags", &["refused", "watch_on_signal"]).await;
+
+    hub.config.plugins[0].policy.watch_on_signal = true;
+    assert_eq!(reload(&hub).await, ReloadReport::default());
+    hub.input(pane, &ask).await;
+    events("flags", 2, |event| match event {
+        Event::PaneOpened { token, .. } if *token == own => Some(()),
+        _ => None,
+    })
+    .await;
+    hub.shutdown().await;
+}
+
+/// A changed `args` replaces the instance: stop first (its holds retired), then start; the
+/// successor keeps and is given the live panes.
+#[tokio::test]
+async fn changed_args_replace_the_instance_and_retire_its_holds() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![
+        startup("live", "exec cat", Some("replaced")),
+        startup("gone", "echo bye", Some("replaced")),
+    ];
+    config.plugins = vec![scripted("replaced", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let live = hub.startup_pane(0).await;
+    let gone = hub.startup_pane(1).await;
+    let (token, _) = opened_token("replaced", "live").await;
+    event("replaced", |event| {
+        matches!(event, Event::PaneExited { .. }).then_some(())
+    })
+    .await;
+
+    hub.config.plugins[0].spec.args = vec!["idle_send=x".to_owned()];
+    let report = reload(&hub).await;
+    assert_eq!(
+        report,
+        ReloadReport {
+            restarted: vec!["replaced".to_owned()],
+            retired: vec![gone],
+            ..ReloadReport::default()
+        }
+    );
+    hub.client
+        .saw(HubMessage::Recovery(RecoveryReport::cancelled(gone.get())))
+        .await;
+    events("replaced", 2, |event| match event {
+        Event::PaneOpened { token: t, .. } if *t == token => Some(()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(owner_of(&hub, live).await.as_deref(), Some("replaced"));
+    hub.shutdown().await;
+}
+
+/// Disabling stops the plugin and releases its panes; enabling it again hands it the live
+/// panes whose startup command named it.
+#[tokio::test]
+async fn disabling_releases_and_enabling_adopts_intended_panes() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("named", "exec cat", Some("toggled"))];
+    let mut plugin = scripted("toggled", &[]);
+    plugin.enabled = false;
+    config.plugins = vec![plugin];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    assert_eq!(owner_of(&hub, pane).await, None);
+
+    hub.config.plugins[0].enabled = true;
+    let report = reload(&hub).await;
+    assert_eq!(report.started, ["toggled"]);
+    let (token, _) = opened_token("toggled", "named").await;
+    assert_eq!(owner_of(&hub, pane).await.as_deref(), Some("toggled"));
+
+    hub.config.plugins[0].enabled = false;
+    let report = reload(&hub).await;
+    assert_eq!(report.stopped, ["toggled"]);
+    assert_eq!(owner_of(&hub, pane).await, None);
+    assert_eq!(opened_count("toggled", &token), 1);
+    hub.shutdown().await;
+}
+
+/// A successor that fails to start drops the panes it was to keep.
+#[tokio::test]
+async fn a_failing_successor_leaves_no_owned_panes() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("kept", "exec cat", Some("fragile"))];
+    config.plugins = vec![scripted("fragile", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    opened_token("fragile", "kept").await;
+
+    hub.config.plugins[0].spec.source =
+        PluginSource::Path(PathBuf::from("/nonexistent/fragile.wasm"));
+    let report = reload(&hub).await;
+    assert_eq!(report.restarted, ["fragile"]);
+    assert_eq!(report.failed, ["fragile"]);
+    assert_eq!(owner_of(&hub, pane).await, None);
+    hub.shutdown().await;
+}
+
+/// A crash retires the plugin's holds (cancelled), keeps its live panes, and the restarted
+/// instance is given them again.
+#[tokio::test]
+async fn a_crash_retires_holds_and_the_successor_gets_live_panes() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![
+        startup("survivor", "exec sh", Some("crashy")),
+        startup("held", "echo bye", Some("crashy")),
+    ];
+    config.plugins = vec![scripted("crashy", &["exit_on=boom"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let survivor = hub.startup_pane(0).await;
+    let held = hub.startup_pane(1).await;
+    let (token, _) = opened_token("crashy", "survivor").await;
+    event("crashy", |event| {
+        matches!(event, Event::PaneExited { .. }).then_some(())
+    })
+    .await;
+
+    hub.input(survivor, "echo boom\r").await;
+    hub.client
+        .saw(HubMessage::Recovery(RecoveryReport::cancelled(held.get())))
+        .await;
+    hub.client
+        .message(|message| match message {
+            HubMessage::Plugin { name, state, .. } if name == "crashy" && state == "failed" => {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+    events("crashy", 2, |event| match event {
+        Event::PaneOpened { token: t, .. } if *t == token => Some(()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(owner_of(&hub, survivor).await.as_deref(), Some("crashy"));
+    assert!(hub.hub.status().await.expect("status").holds.is_empty());
+    hub.shutdown().await;
+}
