@@ -1,39 +1,72 @@
-//! The `nightcrow` binary: daemon, CLI and TUI client in one program.
-//!
-//! `init` and `plugin check|run` exist so far; the daemon, `demo` and the clients arrive
-//! with the hub and daemon layers (see `docs/ARCHITECTURE.md`).
+//! The `nightcrow` binary: daemon and CLI in one program (the TUI and web clients are not
+//! built yet; see `docs/ARCHITECTURE.md`).
 #![forbid(unsafe_code)]
 
+mod daemon;
+mod demo;
 mod plugin;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use nightcrow_daemon::Home;
 
 /// Terminal session daemon with a sandboxed WebAssembly plugin host for AI coding CLIs.
 ///
-/// Speaks plugin protocol v3. Panes, the daemon and `nightcrow demo` are not built yet.
+/// Without a command it runs the daemon in the foreground (Ctrl-C stops it: plugins first,
+/// then panes). Files live in `$NIGHTCROW_HOME` (default `~/.nightcrow`): `config.toml`,
+/// `plugins/`, `daemon.sock`, `daemon.log`. Try `nightcrow demo` first.
 #[derive(Debug, Parser)]
-#[command(name = "nightcrow", version, about, long_about = None)]
+#[command(name = "nightcrow", version, about, long_about)]
 struct Cli {
     /// Config file to use instead of `$NIGHTCROW_HOME/config.toml`.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Run the daemon in the background, logging to `$NIGHTCROW_HOME/daemon.log`.
+    #[arg(short = 'd', long = "detach")]
+    detach: bool,
+    /// Log line format (filter with `NIGHTCROW_LOG`, e.g. `debug` or `nightcrow_hub=trace`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Option<Action>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 #[derive(Debug, Subcommand)]
 enum Action {
+    /// Watch a usage-limit recovery happen: a throw-away hub, a scripted Codex stand-in
+    /// that hits its limit, and the sandboxed recovery plugin resuming it. No account, no
+    /// network; about 45 s.
+    Demo,
     /// Write a commented starter config (the bundled plugin declared, disabled).
     Init {
         /// Replace an existing config file.
         #[arg(long)]
         force: bool,
     },
-    /// Look at or try out one plugin file.
+    /// Open a repository in the running daemon: its startup panes start, with their plugins.
+    Open {
+        /// The repository's folder.
+        dir: PathBuf,
+    },
+    /// Show the running daemon: repositories, panes, plugins with their health and dropped
+    /// events, relaunch holds with their deadlines.
+    Status,
+    /// Re-read the config and apply it to every open repository (a file with errors changes
+    /// nothing); prints what started, stopped, restarted and was retired.
+    Reload,
+    /// Stop the running daemon (plugins first, then panes).
+    Stop,
+    /// Install, list, remove, check or try out plugins.
     #[command(subcommand)]
     Plugin(plugin::PluginAction),
 }
@@ -52,18 +85,33 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Action::Init { force }) => config_path(cli.config.as_deref())
             .and_then(|path| init(&path, force).map_err(Failure::Other)),
+        Some(Action::Demo) => {
+            install_logging(cli.log_format, "warn");
+            demo::run()
+        }
         Some(Action::Plugin(action)) => {
-            install_logging();
+            install_logging(cli.log_format, "info");
             load_config(cli.config.as_deref()).and_then(|config| {
                 let home = home()?;
                 plugin::run(action, config.as_ref(), &home).map_err(Failure::Other)
             })
         }
-        None => Err(Failure::Other(format!(
-            "nightcrow {} (plugin protocol v{}): the daemon is not built yet; see README.md",
-            env!("CARGO_PKG_VERSION"),
-            nightcrow_protocol::PROTOCOL_VERSION
-        ))),
+        Some(Action::Open { dir }) => home().and_then(|home| daemon::open(&home, &dir)),
+        Some(Action::Status) => home().and_then(|home| daemon::status(&home)),
+        Some(Action::Reload) => home().and_then(|home| daemon::reload(&home)),
+        Some(Action::Stop) => home().and_then(|home| daemon::stop(&home)),
+        None if cli.detach => home().and_then(|home| {
+            // The child reads the file itself; checking it here gives the error at once.
+            load_config(cli.config.as_deref())?;
+            let config = cli.config.as_deref().map(std::path::absolute).transpose();
+            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
+            daemon::background(&home, config.as_deref(), cli.log_format == LogFormat::Json)
+        }),
+        None => home().and_then(|home| {
+            install_logging(cli.log_format, "info");
+            let source = daemon::config_source(config_path(cli.config.as_deref())?)?;
+            daemon::foreground(&home, source)
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,18 +128,22 @@ fn main() -> ExitCode {
 
 /// Log lines (a plugin's stderr among them) to stderr. `NIGHTCROW_LOG` filters like
 /// `RUST_LOG`; wasmtime's own DEBUG lines echo guest output, so they stay off by default.
-fn install_logging() {
+fn install_logging(format: LogFormat, level: &str) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("NIGHTCROW_LOG").unwrap_or_else(|_| {
-            tracing_subscriber::EnvFilter::new(
-                "info,wasmtime=warn,wasmtime_wasi=warn,cranelift=warn",
-            )
+            tracing_subscriber::EnvFilter::new(format!(
+                "{level},wasmtime=warn,wasmtime_wasi=warn,cranelift=warn"
+            ))
         });
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }
 
 /// The config if its file exists (a missing one is not an error here); every problem in

@@ -1,12 +1,17 @@
-//! The nightcrow daemon's own parts, below the CLI and above the hubs: where its files live
-//! ([`Home`]) and the installed-plugin registry ([`registry`]).
+//! The nightcrow daemon, below the CLI and above the hubs: where its files live ([`Home`]),
+//! the installed-plugin registry ([`registry`]), the config-to-hub mapping ([`mapping`]),
+//! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the server
+//! that owns the hubs ([`server`]) and the CLI's side of a connection ([`client`]).
 //!
 //! It refuses to trust a file it did not install: an installed plugin runs only while its
 //! bytes still hash to what `plugin install` recorded.
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod frame;
+pub mod mapping;
 pub mod registry;
+pub mod server;
 pub mod transport;
 
 use std::path::{Path, PathBuf};

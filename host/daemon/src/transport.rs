@@ -87,6 +87,8 @@ mod endpoint {
     use tokio::net::{UnixListener, UnixStream};
 
     pub type Stream = UnixStream;
+    /// The client end of a connection.
+    pub type ClientStream = UnixStream;
 
     /// The listening socket.
     #[derive(Debug)]
@@ -143,6 +145,8 @@ mod endpoint {
 
     /// The server end of a connection.
     pub type Stream = NamedPipeServer;
+    /// The client end of a connection.
+    pub type ClientStream = NamedPipeClient;
 
     /// The pipe name; a new server instance waits for each next client.
     #[derive(Debug)]
@@ -184,4 +188,4 @@ mod endpoint {
     }
 }
 
-pub use endpoint::{Listener, Stream, connect, socket_path};
+pub use endpoint::{ClientStream, Listener, Stream, connect, socket_path};

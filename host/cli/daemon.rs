@@ -1,0 +1,268 @@
+//! The daemon and the commands that talk to it: `nightcrow` (foreground), `nightcrow -d`
+//! (background), `stop`, `status`, `open DIR`, `reload`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nightcrow_daemon::Home;
+use nightcrow_daemon::client::{ClientError, Connection};
+use nightcrow_daemon::server::{ConfigSource, Daemon};
+use nightcrow_daemon::transport::Claim;
+use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
+use serde_json::{Value, json};
+
+use crate::Failure;
+
+/// How long `-d` and `stop` wait for the daemon to come up or go away.
+const PATIENCE: Duration = Duration::from_secs(15);
+
+fn tokio() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Other(format!("cannot start the async runtime: {e}")))
+}
+
+/// Runs the daemon in this process until Ctrl-C, SIGTERM or `nightcrow stop`.
+pub fn foreground(home: &Home, source: ConfigSource) -> Result<(), Failure> {
+    let config = source.load().map_err(Failure::Config)?;
+    let tokio = tokio()?;
+    let result = tokio.block_on(async {
+        let claim = Claim::take(home).map_err(|e| Failure::Other(e.to_string()))?;
+        let runtime = PluginRuntime::new(RuntimeConfig::user_default())
+            .map_err(|e| Failure::Other(e.to_string()))?;
+        Daemon::new(home.clone(), source, config, runtime)
+            .serve(claim, interrupted())
+            .await;
+        Ok(())
+    });
+    tokio.shutdown_background();
+    result
+}
+
+/// Ctrl-C, or SIGTERM on Unix (what `kill` and service managers send).
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Starts the daemon as a background process logging to `daemon.log` and waits until it
+/// answers.
+pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<(), Failure> {
+    let other = |message: String| Failure::Other(message);
+    std::fs::create_dir_all(home.root())
+        .map_err(|e| other(format!("{}: {e}", home.root().display())))?;
+    let log_path = home.root().join("daemon.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
+    let err_log = log
+        .try_clone()
+        .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
+    let exe = std::env::current_exe().map_err(|e| other(format!("cannot find myself: {e}")))?;
+    let mut command = std::process::Command::new(exe);
+    command.env("NIGHTCROW_HOME", home.root());
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    if json_logs {
+        command.args(["--log-format", "json"]);
+    }
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(err_log);
+    // Its own process group (Unix) or no console (Windows): a Ctrl-C in this terminal is
+    // not meant for the daemon.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    #[cfg(windows)]
+    std::os::windows::process::CommandExt::creation_flags(&mut command, 0x0000_0008);
+    let mut child = command
+        .spawn()
+        .map_err(|e| other(format!("cannot start the daemon: {e}")))?;
+    let tokio = tokio()?;
+    let started = std::time::Instant::now();
+    loop {
+        if tokio.block_on(Connection::open(home)).is_ok() {
+            println!(
+                "nightcrow daemon running (pid {}), log: {}",
+                child.id(),
+                log_path.display()
+            );
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(other(format!(
+                "the daemon exited ({status}); see {}",
+                log_path.display()
+            )));
+        }
+        if started.elapsed() > PATIENCE {
+            return Err(other(format!(
+                "the daemon did not answer within {PATIENCE:?}; see {}",
+                log_path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One request to the running daemon and its answer.
+fn ask(home: &Home, request: Value) -> Result<Value, Failure> {
+    tokio()?.block_on(async {
+        let mut connection = Connection::open(home).await.map_err(client_failure)?;
+        connection.ask(request).await.map_err(client_failure)
+    })
+}
+
+fn client_failure(error: ClientError) -> Failure {
+    Failure::Other(error.to_string())
+}
+
+pub fn stop(home: &Home) -> Result<(), Failure> {
+    ask(home, json!({"type": "stop"}))?;
+    let tokio = tokio()?;
+    let started = std::time::Instant::now();
+    while tokio.block_on(Connection::open(home)).is_ok() {
+        if started.elapsed() > PATIENCE {
+            return Err(Failure::Other(
+                "the daemon is still answering; see its log".to_owned(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("nightcrow daemon stopped");
+    Ok(())
+}
+
+pub fn open(home: &Home, dir: &Path) -> Result<(), Failure> {
+    let dir = std::path::absolute(dir)
+        .map_err(|e| Failure::Other(format!("{}: {e}", dir.display())))?;
+    let answer = ask(home, json!({"type": "open", "dir": dir}))?;
+    println!("opened {}", answer["repo"].as_str().unwrap_or_default());
+    Ok(())
+}
+
+pub fn reload(home: &Home) -> Result<(), Failure> {
+    let answer = tokio()?.block_on(async {
+        let mut connection = Connection::open(home).await.map_err(client_failure)?;
+        connection
+            .ask(json!({"type": "reload"}))
+            .await
+            .map_err(|error| match error {
+                // The daemon refuses a reload only when the file does not load.
+                ClientError::Refused(message) => Failure::Config(format!(
+                    "{message}\nnothing was changed: the running config stays in force"
+                )),
+                other => client_failure(other),
+            })
+    })?;
+    let repos = answer["repos"].as_array().cloned().unwrap_or_default();
+    if repos.is_empty() {
+        println!("config reloaded; no repository is open");
+    }
+    for repo in repos {
+        println!("{}:", repo["repo"].as_str().unwrap_or_default());
+        for key in ["started", "stopped", "restarted", "failed", "unusable"] {
+            let items: Vec<String> = repo[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|item| item.as_str().unwrap_or_default().to_owned())
+                .collect();
+            if !items.is_empty() {
+                println!("  {key}: {}", items.join(", "));
+            }
+        }
+        let retired = repo["retired"].as_array().map_or(0, Vec::len);
+        if retired > 0 {
+            println!("  relaunch holds retired: {retired}");
+        }
+    }
+    Ok(())
+}
+
+pub fn status(home: &Home) -> Result<(), Failure> {
+    let answer = ask(home, json!({"type": "status"}))?;
+    println!(
+        "nightcrow daemon {} (pid {}), home {}",
+        answer["version"].as_str().unwrap_or_default(),
+        answer["pid"],
+        home.root().display()
+    );
+    let repos = answer["repos"].as_array().cloned().unwrap_or_default();
+    if repos.is_empty() {
+        println!("no repository open (`nightcrow open DIR`)");
+    }
+    for repo in repos {
+        println!("{}", repo["repo"].as_str().unwrap_or_default());
+        for pane in repo["panes"].as_array().into_iter().flatten() {
+            println!(
+                "  pane {} {:?} generation {} {}{}",
+                pane["pane"],
+                pane["title"].as_str().unwrap_or("shell"),
+                pane["generation"],
+                if pane["alive"] == true {
+                    "running"
+                } else {
+                    "exited"
+                },
+                pane["owner"]
+                    .as_str()
+                    .map(|owner| format!(", watched by {owner}"))
+                    .unwrap_or_default()
+            );
+        }
+        for plugin in repo["plugins"].as_array().into_iter().flatten() {
+            println!(
+                "  plugin {} {} (dropped events: {}, rejected lines: {})",
+                plugin["name"].as_str().unwrap_or_default(),
+                plugin["state"].as_str().unwrap_or_default(),
+                plugin["dropped_events"],
+                plugin["rejected_lines"]
+            );
+        }
+        for hold in repo["holds"].as_array().into_iter().flatten() {
+            let report = &hold["report"];
+            let deadline = report["deadline_epoch"]
+                .as_i64()
+                .map(|epoch| format!(", deadline {epoch} (unix)"))
+                .unwrap_or_default();
+            println!(
+                "  hold on pane {}: {}{deadline}, expires in {} s",
+                hold["pane"],
+                report["state"].as_str().unwrap_or("no report yet"),
+                hold["expires_in_secs"]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The file the daemon reads its config from.
+pub fn config_source(config: PathBuf) -> Result<ConfigSource, Failure> {
+    Ok(ConfigSource {
+        path: config,
+        user_home: crate::user_home()?,
+    })
+}

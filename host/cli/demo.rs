@@ -1,0 +1,281 @@
+//! `nightcrow demo` (SPEC §8.3): a throw-away hub in a temp directory, one startup pane
+//! running the scripted Codex stand-in of `examples/demo/codex`, and the bundled wasm
+//! recovery plugin watching it with one grant — the temp sessions folder, read-only. The
+//! stand-in hits a usage limit that resets a few seconds ahead and exits; the plugin waits
+//! for the reset and has the pane relaunched with `resume <id>`. A transcript of what
+//! happens is printed as it happens; the demo ends (exit 0) once the resumed pane runs.
+//! No accounts, no network.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nightcrow_guard::PluginPolicy;
+use nightcrow_hub::{Frame, Hub, HubConfig, HubMessage, HubPlugin, StartupCommand};
+use nightcrow_pane::Shell;
+use nightcrow_plugin_host::{
+    PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+};
+
+use crate::Failure;
+
+const STAND_IN: &str = include_str!("../../examples/demo/codex");
+/// Seconds until the stand-in's limit resets (the plugin adds its 30 s margin).
+const RESET_IN_SECS: u32 = 10;
+/// The whole demo takes about 45 s; past this something is broken.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(180);
+
+pub fn run() -> Result<(), Failure> {
+    let other = |message: String| Failure::Other(message);
+    if cfg!(windows) {
+        return Err(other(
+            "the demo's Codex stand-in is a POSIX shell script; run it on Linux or macOS".into(),
+        ));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("nightcrow-demo-")
+        .tempdir()
+        .map_err(|e| other(format!("cannot create a temp directory: {e}")))?;
+    let layout = Layout::create(scratch.path()).map_err(|e| other(e.to_string()))?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| other(format!("cannot start the async runtime: {e}")))?;
+    let result = tokio.block_on(layout.watch());
+    tokio.shutdown_background();
+    result.map_err(other)
+}
+
+/// The demo's temp directory: `repo/` (the pane's cwd), `codex-home/` (the only folder the
+/// plugin may read), `bin/` (the stand-in and the `codex` launcher that points it at
+/// `codex-home`), `run/` (runtime dir).
+struct Layout {
+    repo: std::path::PathBuf,
+    codex_home: std::path::PathBuf,
+    launcher: std::path::PathBuf,
+    run: std::path::PathBuf,
+}
+
+impl Layout {
+    fn create(root: &Path) -> std::io::Result<Layout> {
+        let layout = Layout {
+            repo: root.join("repo"),
+            codex_home: root.join("codex-home"),
+            launcher: root.join("bin").join("codex"),
+            run: root.join("run"),
+        };
+        for dir in [&layout.repo, &layout.codex_home, &root.join("bin")] {
+            std::fs::create_dir_all(dir)?;
+        }
+        let stand_in = root.join("bin").join("codex-stand-in");
+        write_executable(&stand_in, STAND_IN)?;
+        // Named `codex`, so the plugin recognises the pane; the environment is set here
+        // because a pane's command line starts with the program the plugin looks at.
+        write_executable(
+            &layout.launcher,
+            &format!(
+                "#!/bin/sh\nCODEX_HOME={} RESET_IN={RESET_IN_SECS} exec {} \"$@\"\n",
+                quoted(&layout.codex_home),
+                quoted(&stand_in)
+            ),
+        )?;
+        Ok(layout)
+    }
+
+    fn hub_config(&self) -> HubConfig {
+        let runtime_dir = nightcrow_pane::runtime_dir_for(&self.run, &self.repo);
+        let mut config = HubConfig::new(self.repo.clone(), runtime_dir.clone());
+        // A plain POSIX shell: the user's login shell could print anything first.
+        config.shell = Shell {
+            program: "/bin/sh".into(),
+            command_args: vec!["-c".to_owned()],
+        };
+        config.startup_commands.push(StartupCommand {
+            name: Some("codex".to_owned()),
+            command: format!("{} exec 'fix the failing test'", quoted(&self.launcher)),
+            plugin: Some("recovery".to_owned()),
+        });
+        let bytes = nightcrow_builtin::lookup("builtin:nightcrow-recovery")
+            .expect("the recovery plugin is bundled");
+        config.plugins.push(HubPlugin {
+            spec: PluginSpec {
+                name: "recovery".to_owned(),
+                runtime: RuntimeKind::Wasm,
+                source: PluginSource::Builtin {
+                    name: "nightcrow-recovery".to_owned(),
+                    bytes: Arc::from(bytes),
+                },
+                args: Vec::new(),
+                env: vec![(
+                    "CODEX_HOME".to_owned(),
+                    self.codex_home.display().to_string(),
+                )],
+                runtime_dir,
+                sandbox: Sandbox {
+                    read_dirs: vec![self.codex_home.clone()],
+                    connect: Vec::new(),
+                    memory_mib: Sandbox::DEFAULT_MEMORY_MIB,
+                    cpu_slice_ms: Sandbox::DEFAULT_CPU_SLICE_MS,
+                },
+            },
+            policy: PluginPolicy {
+                name: "recovery".to_owned(),
+                allowed_resume_flags: vec!["resume".to_owned()],
+                watch_on_signal: false,
+            },
+            enabled: true,
+        });
+        config
+    }
+
+    /// Runs the hub and narrates until the relaunched pane is running.
+    async fn watch(&self) -> Result<(), String> {
+        println!("nightcrow demo: a scripted Codex hits its usage limit; the sandboxed");
+        println!("recovery plugin (wasm, allowed to read only the demo's sessions folder)");
+        println!("waits for the reset and resumes the session in a new pane.\n");
+        let runtime = PluginRuntime::new(RuntimeConfig::user_default())
+            .map_err(|e| format!("cannot start the plugin runtime: {e}"))?;
+        let hub =
+            Hub::spawn(self.hub_config(), runtime).map_err(|e| format!("cannot open: {e}"))?;
+        let mut client = hub.attach().await.map_err(|e| e.to_string())?;
+        let mut story = Story::default();
+        let give_up = tokio::time::Instant::now() + GIVE_UP_AFTER;
+        let mut ticks = tokio::time::interval(Duration::from_secs(1));
+        let outcome = loop {
+            tokio::select! {
+                frame = client.recv() => match frame {
+                    Some(frame) => {
+                        if story.tell(frame) {
+                            break Ok(());
+                        }
+                    }
+                    None => break Err("the hub ended before the recovery".to_owned()),
+                },
+                _ = ticks.tick() => story.countdown(),
+                () = tokio::time::sleep_until(give_up) => {
+                    break Err(format!("no recovery within {GIVE_UP_AFTER:?}; run with NIGHTCROW_LOG=debug to see why"));
+                }
+            }
+        };
+        hub.shutdown().await;
+        outcome
+    }
+}
+
+/// What the transcript has seen so far.
+#[derive(Default)]
+struct Story {
+    /// The pane the plugin watches now and the line of its output being collected.
+    panes: Vec<u64>,
+    partial: String,
+    /// The deadline of the current wait, and when the countdown last spoke.
+    deadline: Option<i64>,
+    last_countdown: Option<Instant>,
+    relaunched: bool,
+}
+
+impl Story {
+    /// Prints one frame; `true` once the resumed pane shows it carries on.
+    fn tell(&mut self, frame: Frame) -> bool {
+        match frame {
+            Frame::Message(HubMessage::Created { pane, title, .. }) => {
+                self.panes.push(pane);
+                let title = title.unwrap_or_else(|| "shell".to_owned());
+                if self.relaunched {
+                    println!("▶ pane {pane} ({title}) started: the relaunched session");
+                } else {
+                    println!("▶ pane {pane} ({title}) started");
+                }
+            }
+            Frame::Output { pane, bytes } => {
+                self.partial.push_str(&String::from_utf8_lossy(&bytes));
+                while let Some(end) = self.partial.find('\n') {
+                    let line: String = self.partial.drain(..=end).collect();
+                    let line = line.trim_end();
+                    if !line.is_empty() {
+                        println!("  │ pane {pane}: {line}");
+                    }
+                    if self.relaunched && line.contains("carrying on") {
+                        println!("\n✔ recovered: the session was resumed in pane {pane}.");
+                        return true;
+                    }
+                }
+            }
+            Frame::Message(HubMessage::Exited { pane, code }) => {
+                let code = code.map_or("a signal".to_owned(), |code| format!("code {code}"));
+                println!("■ pane {pane} exited ({code})");
+            }
+            Frame::Message(HubMessage::Recovery(report)) => {
+                let mut line = format!("◆ recovery, pane {}: {}", report.pane, report.state);
+                if let Some(detail) = &report.detail {
+                    line.push_str(&format!(" — {detail}"));
+                }
+                if let Some(deadline) = report.deadline_epoch {
+                    line.push_str(&format!(" (acts in {} s)", seconds_until(deadline)));
+                }
+                if report.attempt > 0 {
+                    line.push_str(&format!(", attempt {}", report.attempt));
+                }
+                println!("{line}");
+                self.deadline = match report.state.as_str() {
+                    "waiting_for_reset" => report.deadline_epoch,
+                    _ => None,
+                };
+                if report.state == "resuming" {
+                    self.relaunched = true;
+                }
+            }
+            Frame::Message(HubMessage::Attention { pane }) => {
+                println!("🔔 pane {pane} wants you back");
+            }
+            Frame::Message(HubMessage::Plugin {
+                name,
+                state,
+                detail,
+            }) => println!(
+                "plugin {name}: {state}{}",
+                detail.map(|d| format!(" ({d})")).unwrap_or_default()
+            ),
+            Frame::Message(HubMessage::Error { message }) => println!("error: {message}"),
+            Frame::Message(HubMessage::Hello { .. } | HubMessage::Resized { .. }) => {}
+        }
+        false
+    }
+
+    /// Every 5 s while a wait with a deadline runs: how long is left.
+    fn countdown(&mut self) {
+        let Some(deadline) = self.deadline else {
+            return;
+        };
+        let due = self
+            .last_countdown
+            .is_none_or(|last| last.elapsed() >= Duration::from_secs(5));
+        let left = seconds_until(deadline);
+        if due && left > 0 {
+            println!("  ⏳ {left} s until the plugin acts (limit reset + its 30 s margin)");
+            self.last_countdown = Some(Instant::now());
+        }
+    }
+}
+
+fn seconds_until(epoch: i64) -> i64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64);
+    (epoch - now).max(0)
+}
+
+/// `path` as one single-quoted POSIX shell word.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+fn write_executable(path: &Path, text: &str) -> std::io::Result<()> {
+    std::fs::write(path, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}

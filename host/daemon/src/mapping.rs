@@ -1,0 +1,127 @@
+//! From the config file's values to what a hub runs: the one place a `[[plugin]]` becomes a
+//! [`PluginSpec`] (builtin bytes, a path, or an installed file with its hash checked) and a
+//! [`PluginPolicy`], and `[shell]` a [`Shell`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nightcrow_config::{Config, PluginCommand, PluginConfig, Runtime};
+use nightcrow_guard::PluginPolicy;
+use nightcrow_hub::{HubConfig, HubPlugin, StartupCommand};
+use nightcrow_pane::Shell;
+use nightcrow_plugin_host::{PluginSource, PluginSpec, RuntimeKind, Sandbox};
+
+use crate::Home;
+
+/// A `[[plugin]]` the daemon cannot run as configured. The hub still opens its panes; they
+/// run unwatched, and the message says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plugin `{plugin}`: {message}")]
+pub struct UnusablePlugin {
+    pub plugin: String,
+    pub message: String,
+}
+
+/// The hub for `repo_root` under `config`, and the plugins left out of it with the reason.
+pub fn hub_config(
+    config: &Config,
+    home: &Home,
+    repo_root: &Path,
+) -> (HubConfig, Vec<UnusablePlugin>) {
+    let runtime_dir = nightcrow_pane::runtime_dir_for(&runtime_base(home), repo_root);
+    let mut hub = HubConfig::new(repo_root.to_owned(), runtime_dir.clone());
+    hub.shell = shell(config);
+    hub.guard_limits = config.guard.clone();
+    hub.startup_commands = config
+        .startup_commands
+        .iter()
+        .map(|startup| StartupCommand {
+            name: startup.name.clone(),
+            command: startup.command.clone(),
+            plugin: startup.plugin.clone(),
+        })
+        .collect();
+    let mut unusable = Vec::new();
+    for plugin in &config.plugins {
+        match hub_plugin(plugin, home, &runtime_dir) {
+            Ok(resolved) => hub.plugins.push(resolved),
+            Err(message) => unusable.push(UnusablePlugin {
+                plugin: plugin.name.clone(),
+                message,
+            }),
+        }
+    }
+    (hub, unusable)
+}
+
+/// `$XDG_RUNTIME_DIR/nightcrow` if set, else `run/` in the daemon's home (SPEC §5.4's
+/// `~/.nightcrow/run`, following `$NIGHTCROW_HOME` so that homes never share one).
+pub fn runtime_base(home: &Home) -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(xdg) if xdg.is_absolute() => xdg.join("nightcrow"),
+        _ => home.root().join("run"),
+    }
+}
+
+fn shell(config: &Config) -> Shell {
+    let default = Shell::user_default();
+    Shell {
+        program: config
+            .shell
+            .program
+            .as_ref()
+            .map_or(default.program, PathBuf::from),
+        command_args: config
+            .shell
+            .command_args
+            .clone()
+            .unwrap_or(default.command_args),
+    }
+}
+
+fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<HubPlugin, String> {
+    let source = match &plugin.command {
+        PluginCommand::Builtin(name) => PluginSource::Builtin {
+            name: name.clone(),
+            bytes: Arc::from(
+                nightcrow_builtin::lookup(name)
+                    .ok_or_else(|| format!("no bundled plugin `builtin:{name}`"))?,
+            ),
+        },
+        PluginCommand::Path(path) => PluginSource::Path(path.clone()),
+        PluginCommand::Installed(name) => PluginSource::Path(
+            home.plugins()
+                .resolve(name)
+                .map_err(|error| error.to_string())?,
+        ),
+    };
+    let runtime = match plugin.runtime {
+        Runtime::Wasm => RuntimeKind::Wasm,
+        Runtime::Native => RuntimeKind::Native,
+    };
+    if runtime == RuntimeKind::Native && matches!(source, PluginSource::Builtin { .. }) {
+        return Err("a builtin plugin runs as wasm only; remove `runtime = \"native\"`".into());
+    }
+    Ok(HubPlugin {
+        spec: PluginSpec {
+            name: plugin.name.clone(),
+            runtime,
+            source,
+            args: plugin.args.clone(),
+            env: plugin.env.clone(),
+            runtime_dir: runtime_dir.to_owned(),
+            sandbox: Sandbox {
+                read_dirs: plugin.sandbox.read_dirs.clone(),
+                connect: plugin.sandbox.connect.clone(),
+                memory_mib: plugin.sandbox.memory_mib,
+                cpu_slice_ms: plugin.sandbox.cpu_slice_ms,
+            },
+        },
+        policy: PluginPolicy {
+            name: plugin.name.clone(),
+            allowed_resume_flags: plugin.allowed_resume_flags.clone(),
+            watch_on_signal: plugin.watch_on_signal,
+        },
+        enabled: plugin.enabled,
+    })
+}

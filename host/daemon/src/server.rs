@@ -1,0 +1,391 @@
+//! The daemon: owns the hubs (one per open repository) and serves clients on the claimed
+//! endpoint.
+//!
+//! A connection starts with `hello` (the versions must match) and then sends daemon requests
+//! — `status`, `open`, `reload`, `stop` — each answered with one message, or `attach`, after
+//! which it speaks the hub's client protocol (SPEC §8) until it closes. A malformed message is
+//! answered with `error`; it never ends the connection, let alone a hub.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nightcrow_config::Config;
+use nightcrow_hub::{Frame as HubFrame, Hub, HubHandle, HubStatus};
+use nightcrow_plugin_host::PluginRuntime;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{Mutex, Notify, mpsc};
+
+use crate::Home;
+use crate::frame::{Frame, read_frame, write_frame};
+use crate::mapping::hub_config;
+use crate::transport::Claim;
+
+/// Version of the daemon's own requests (the hub's client protocol has its own, in its
+/// `hello`).
+pub const DAEMON_PROTOCOL_VERSION: u32 = 1;
+
+/// A daemon request: the first message of a connection must be `hello`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum Request {
+    Hello { version: u32 },
+    Status,
+    Open { dir: PathBuf },
+    Attach { repo: PathBuf },
+    Reload,
+    Stop,
+}
+
+/// How the config is (re)read: from which file, with which home for `~`.
+#[derive(Debug, Clone)]
+pub struct ConfigSource {
+    pub path: PathBuf,
+    pub user_home: PathBuf,
+}
+
+impl ConfigSource {
+    /// The config as the file says now; a missing file is the empty config. Errors carry
+    /// file, line and column.
+    pub fn load(&self) -> Result<Config, String> {
+        if !self.path.exists() {
+            return nightcrow_config::parse(&self.path, "", &self.user_home)
+                .map_err(|errors| errors.to_string());
+        }
+        nightcrow_config::load(&self.path, &self.user_home).map_err(|errors| errors.to_string())
+    }
+}
+
+/// The running daemon's state, shared by its connections.
+pub struct Daemon {
+    home: Home,
+    source: ConfigSource,
+    runtime: PluginRuntime,
+    state: Mutex<State>,
+    stop: Notify,
+}
+
+struct State {
+    config: Config,
+    hubs: BTreeMap<PathBuf, HubHandle>,
+}
+
+impl Daemon {
+    pub fn new(
+        home: Home,
+        source: ConfigSource,
+        config: Config,
+        runtime: PluginRuntime,
+    ) -> Arc<Daemon> {
+        Arc::new(Daemon {
+            home,
+            source,
+            runtime,
+            state: Mutex::new(State {
+                config,
+                hubs: BTreeMap::new(),
+            }),
+            stop: Notify::new(),
+        })
+    }
+
+    /// Serves clients until a `stop` request or `interrupted` resolves (Ctrl-C); then shuts
+    /// every hub down — plugins first, then panes — and releases the claim.
+    pub async fn serve(
+        self: Arc<Daemon>,
+        mut claim: Claim,
+        interrupted: impl std::future::Future<Output = ()>,
+    ) {
+        tracing::info!(home = %self.home.root().display(), "daemon listening");
+        tokio::pin!(interrupted);
+        loop {
+            tokio::select! {
+                accepted = claim.listener().accept() => match accepted {
+                    Ok(stream) => {
+                        tokio::spawn(Arc::clone(&self).connection(stream));
+                    }
+                    Err(error) => tracing::warn!(%error, "accepting a client failed"),
+                },
+                () = self.stop.notified() => break,
+                () = &mut interrupted => break,
+            }
+        }
+        tracing::info!("daemon stopping");
+        let hubs: Vec<HubHandle> = self.state.lock().await.hubs.values().cloned().collect();
+        for hub in hubs {
+            hub.shutdown().await;
+        }
+        drop(claim);
+        tracing::info!("daemon stopped");
+    }
+
+    /// The hub of `dir` (canonicalised), started if it is not open yet.
+    pub async fn open(&self, dir: &Path) -> Result<(PathBuf, HubHandle), String> {
+        let root = dir
+            .canonicalize()
+            .map_err(|error| format!("{}: {error}", dir.display()))?;
+        if !root.is_dir() {
+            return Err(format!("{}: not a directory", root.display()));
+        }
+        let mut state = self.state.lock().await;
+        if let Some(hub) = state.hubs.get(&root) {
+            return Ok((root, hub.clone()));
+        }
+        let (config, unusable) = hub_config(&state.config, &self.home, &root);
+        for problem in unusable {
+            tracing::warn!(%problem, "its panes run unwatched");
+        }
+        let hub = Hub::spawn(config, self.runtime.clone()).map_err(|error| error.to_string())?;
+        tracing::info!(repo = %root.display(), "hub opened");
+        state.hubs.insert(root.clone(), hub.clone());
+        Ok((root, hub))
+    }
+
+    /// Re-reads the config; applies it to every hub only if the whole file is valid. The
+    /// only error is the file's (with positions): nothing was changed then.
+    async fn reload(&self) -> Result<Value, String> {
+        let config = self.source.load()?;
+        let mut state = self.state.lock().await;
+        state.config = config;
+        let mut repos = Vec::new();
+        for (root, hub) in &state.hubs {
+            let (hub_config, unusable) = hub_config(&state.config, &self.home, root);
+            let report = match hub.reload(hub_config).await {
+                Ok(report) => report,
+                Err(error) => {
+                    tracing::warn!(repo = %root.display(), %error, "reload skipped a hub");
+                    continue;
+                }
+            };
+            repos.push(json!({
+                "repo": root,
+                "started": report.started,
+                "stopped": report.stopped,
+                "restarted": report.restarted,
+                "retired": report.retired.iter().map(|pane| pane.get()).collect::<Vec<_>>(),
+                "failed": report.failed,
+                "unusable": unusable.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            }));
+        }
+        Ok(json!({"type": "reloaded", "repos": repos}))
+    }
+
+    async fn status(&self) -> Value {
+        let hubs: Vec<(PathBuf, HubHandle)> = self
+            .state
+            .lock()
+            .await
+            .hubs
+            .iter()
+            .map(|(root, hub)| (root.clone(), hub.clone()))
+            .collect();
+        let mut repos = Vec::new();
+        for (root, hub) in hubs {
+            if let Ok(status) = hub.status().await {
+                repos.push(status_json(&root, &status));
+            }
+        }
+        json!({
+            "type": "status",
+            "pid": std::process::id(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "repos": repos,
+        })
+    }
+
+    async fn connection(self: Arc<Daemon>, stream: impl AsyncRead + AsyncWrite + Send + 'static) {
+        let (mut reader, mut writer) = tokio::io::split(stream);
+        // Frames are read by their own task: reading one is not cancel-safe, a channel is.
+        let (frames_tx, mut frames) = mpsc::channel(16);
+        tokio::spawn(async move {
+            loop {
+                let frame = read_frame(&mut reader).await;
+                let end = !matches!(frame, Ok(Some(_)));
+                if frames_tx.send(frame).await.is_err() || end {
+                    break;
+                }
+            }
+        });
+        let mut greeted = false;
+        while let Some(frame) = frames.recv().await {
+            let text = match frame {
+                Ok(Some(Frame::Control(text))) => text,
+                Ok(Some(Frame::Output(_))) => {
+                    let error = error_json("binary frames are output, not requests");
+                    if reply(&mut writer, error).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(None) => return,
+                Err(error) => {
+                    // The stream is out of step; say why and hang up.
+                    let _ = reply(&mut writer, error_json(&error.to_string())).await;
+                    return;
+                }
+            };
+            let request = match serde_json::from_str::<Request>(&text) {
+                Ok(request) => request,
+                Err(error) => {
+                    if reply(&mut writer, error_json(&format!("bad request: {error}")))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let answer = match request {
+                Request::Hello { version } if version == DAEMON_PROTOCOL_VERSION => {
+                    greeted = true;
+                    json!({
+                        "type": "hello",
+                        "version": DAEMON_PROTOCOL_VERSION,
+                        "daemon": env!("CARGO_PKG_VERSION"),
+                    })
+                }
+                Request::Hello { version } => {
+                    let message = format!(
+                        "daemon protocol version {DAEMON_PROTOCOL_VERSION}, client sent {version}"
+                    );
+                    let _ = reply(&mut writer, error_json(&message)).await;
+                    return;
+                }
+                _ if !greeted => error_json("say hello first"),
+                Request::Status => self.status().await,
+                Request::Open { dir } => match self.open(&dir).await {
+                    Ok((root, _)) => json!({"type": "opened", "repo": root}),
+                    Err(message) => error_json(&message),
+                },
+                Request::Reload => self
+                    .reload()
+                    .await
+                    .unwrap_or_else(|message| error_json(&message)),
+                Request::Stop => {
+                    let _ = reply(&mut writer, json!({"type": "stopping"})).await;
+                    self.stop.notify_one();
+                    return;
+                }
+                Request::Attach { repo } => match self.open(&repo).await {
+                    Ok((_, hub)) => return attached(hub, frames, writer).await,
+                    Err(message) => error_json(&message),
+                },
+            };
+            if reply(&mut writer, answer).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// An attached connection: hub frames out, client requests in, until either side ends.
+async fn attached(
+    hub: HubHandle,
+    mut frames: mpsc::Receiver<Result<Option<Frame>, crate::frame::FrameError>>,
+    mut writer: impl AsyncWrite + Unpin,
+) {
+    let Ok(mut client) = hub.attach().await else {
+        let _ = reply(&mut writer, error_json("the hub has shut down")).await;
+        return;
+    };
+    loop {
+        tokio::select! {
+            frame = client.recv() => {
+                let frame = match frame {
+                    Some(HubFrame::Message(message)) => Frame::Control(message.to_json()),
+                    Some(HubFrame::Output { pane, bytes }) => {
+                        Frame::Output(nightcrow_hub::output_frame(pane, &bytes))
+                    }
+                    // Disconnected by the hub (fell behind, or it shut down).
+                    None => return,
+                };
+                if write_frame(&mut writer, &frame).await.is_err() {
+                    return;
+                }
+            }
+            incoming = frames.recv() => match incoming {
+                Some(Ok(Some(Frame::Control(text)))) => {
+                    if client.send_json(&text).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(Some(Frame::Output(_)))) => {
+                    let error = error_json("binary frames are output, not requests");
+                    if reply(&mut writer, error).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Err(error)) => {
+                    let _ = reply(&mut writer, error_json(&error.to_string())).await;
+                    return;
+                }
+                Some(Ok(None)) | None => return,
+            },
+        }
+    }
+}
+
+fn error_json(message: &str) -> Value {
+    json!({"type": "error", "message": message})
+}
+
+async fn reply(
+    writer: &mut (impl AsyncWrite + Unpin),
+    message: Value,
+) -> Result<(), crate::frame::FrameError> {
+    write_frame(writer, &Frame::Control(message.to_string())).await
+}
+
+fn status_json(root: &Path, status: &HubStatus) -> Value {
+    let panes: Vec<Value> = status
+        .panes
+        .iter()
+        .map(|pane| {
+            json!({
+                "pane": pane.pane.get(),
+                "title": pane.title,
+                "generation": pane.generation,
+                "alive": pane.alive,
+                "owner": pane.owner,
+            })
+        })
+        .collect();
+    let plugins: Vec<Value> = status
+        .plugins
+        .iter()
+        .map(|plugin| {
+            let state = match (&plugin.health, plugin.gave_up) {
+                (_, true) => "gave_up".to_owned(),
+                (None, false) => "restarting".to_owned(),
+                (Some(health), false) => match &health.state {
+                    nightcrow_plugin_host::PluginState::Running => "running".to_owned(),
+                    nightcrow_plugin_host::PluginState::Stopping => "stopping".to_owned(),
+                    nightcrow_plugin_host::PluginState::Ended { cause, .. } => {
+                        format!("ended: {cause}")
+                    }
+                },
+            };
+            json!({
+                "name": plugin.name,
+                "state": state,
+                "dropped_events": plugin.health.as_ref().map_or(0, |h| h.dropped_events),
+                "rejected_lines": plugin.health.as_ref().map_or(0, |h| h.rejected_lines),
+            })
+        })
+        .collect();
+    let holds: Vec<Value> = status
+        .holds
+        .iter()
+        .map(|hold| {
+            json!({
+                "pane": hold.pane.get(),
+                "expires_in_secs": hold.expires_in.as_secs(),
+                "report": hold.report,
+            })
+        })
+        .collect();
+    json!({"repo": root, "panes": panes, "plugins": plugins, "holds": holds})
+}
