@@ -121,3 +121,39 @@ fn hostile_plugins_do_not_disturb_a_large_stream() {
         hub.shutdown().await;
     });
 }
+
+/// A client that stops reading is disconnected once its queue is full: what it got is a
+/// gapless prefix of the stream, and then its stream ends. Other clients are unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
+    const LAST: u64 = 700_000;
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup(
+        "stream",
+        &format!("read go; seq 1 {LAST}; exec cat"),
+        None,
+    )];
+    let mut hub = TestHub::start(config, repo).await;
+    let mut sleeper = within("attach", hub.hub.attach()).await.expect("attach");
+    let pane = hub.startup_pane(0).await;
+    hub.input(pane, "\r").await;
+    expect_sequence(&mut hub, pane, LAST).await;
+
+    let mut output = Vec::new();
+    within("the slow client's end", async {
+        while let Some(frame) = sleeper.recv().await {
+            if let Frame::Output { bytes, .. } = frame {
+                output.extend_from_slice(&bytes);
+            }
+        }
+    })
+    .await;
+    let text = String::from_utf8(output).expect("ASCII");
+    let lines: Vec<&str> = text.trim_start_matches("\r\n").split("\r\n").collect();
+    assert!(lines.len() < LAST as usize, "it was never disconnected");
+    // Every complete line is the next number; only the last one may be cut short.
+    for (expected, line) in (1..).zip(&lines[..lines.len() - 1]) {
+        assert_eq!(*line, u64::to_string(&expected), "a gap");
+    }
+    hub.shutdown().await;
+}

@@ -169,3 +169,41 @@ async fn malformed_requests_are_answered_with_errors() {
     hub.client.output_contains(pane, "still-here").await;
     hub.shutdown().await;
 }
+
+/// An approved `attention` reaches clients as `{"type":"attention","pane":N}`.
+#[tokio::test]
+async fn attention_is_broadcast_to_clients() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("bell", "exec cat", Some("bell"))];
+    config.plugins = vec![scripted("bell", &["attention_on=ring"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    opened_token("bell", "bell").await;
+    hub.input(pane, "ring\r").await;
+    hub.client
+        .saw(HubMessage::Attention { pane: pane.get() })
+        .await;
+    hub.shutdown().await;
+}
+
+/// After `shutdown` the client stream ends and the handle reports the hub gone.
+#[tokio::test]
+async fn shutdown_ends_clients_and_the_handle() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("bye", "exec cat", Some("stopped"))];
+    config.plugins = vec![scripted("stopped", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    hub.startup_pane(0).await;
+    opened_token("stopped", "bye").await;
+    let handle = hub.hub.clone();
+    within("shutdown", handle.shutdown()).await;
+    within("the stream's end", async {
+        while hub.client.take_one().await {}
+    })
+    .await;
+    assert!(matches!(
+        handle.status().await,
+        Err(nightcrow_hub::HubError::Gone)
+    ));
+    handle.shutdown().await;
+}

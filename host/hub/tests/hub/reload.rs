@@ -181,3 +181,32 @@ async fn a_crash_retires_holds_and_the_successor_gets_live_panes() {
     assert!(hub.hub.status().await.expect("status").holds.is_empty());
     hub.shutdown().await;
 }
+
+/// A plugin that keeps failing is given up: clients hear of it, its panes run unwatched.
+#[tokio::test]
+async fn a_plugin_given_up_releases_its_panes_and_clients_hear_of_it() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("orphan", "exec cat", Some("failing"))];
+    config.plugins = vec![crate::util::plugin(
+        "failing",
+        nightcrow_test_plugin_artifacts::EXIT_FAILURE,
+        nightcrow_plugin_host::RuntimeKind::Wasm,
+        &[],
+    )];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    hub.client
+        .message(|message| match message {
+            HubMessage::Plugin { name, state, .. } if name == "failing" && state == "gave_up" => {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+    assert_eq!(owner_of(&hub, pane).await, None);
+    let status = hub.hub.status().await.expect("status");
+    assert!(status.plugins[0].gave_up, "{:?}", status.plugins);
+    hub.input(pane, "unwatched\r").await;
+    hub.client.output_contains(pane, "unwatched").await;
+    hub.shutdown().await;
+}
