@@ -86,6 +86,7 @@ impl Worker {
         handle: mpsc::WeakSender<Request>,
         requests: mpsc::Receiver<Request>,
     ) -> Result<Worker, HubError> {
+        let config = config.with_policy_names();
         nightcrow_pane::ensure_runtime_dir(&config.runtime_dir).map_err(|error| {
             HubError::Pane(format!(
                 "runtime dir {}: {error}",
@@ -847,19 +848,12 @@ impl Worker {
     async fn reload(&mut self, new: HubConfig) -> ReloadReport {
         let mut report = ReloadReport::default();
         self.guard.set_limits(new.guard_limits);
-        let fixed = (
-            self.config.repo_root.clone(),
-            self.config.shell.clone(),
-            self.config.runtime_dir.clone(),
-            self.config.idle_threshold,
-        );
-        self.config = HubConfig {
-            repo_root: fixed.0,
-            shell: fixed.1,
-            runtime_dir: fixed.2,
-            idle_threshold: fixed.3,
-            ..new
-        };
+        // What running panes were started with stays (docs/hub.md).
+        let old = std::mem::replace(&mut self.config, new.with_policy_names());
+        self.config.repo_root = old.repo_root;
+        self.config.shell = old.shell;
+        self.config.runtime_dir = old.runtime_dir;
+        self.config.idle_threshold = old.idle_threshold;
         let mut to_start = Vec::new();
         for slot in std::mem::take(&mut self.plugins) {
             let name = slot.config.name().to_owned();
