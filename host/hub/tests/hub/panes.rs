@@ -207,3 +207,67 @@ async fn shutdown_ends_clients_and_the_handle() {
     ));
     handle.shutdown().await;
 }
+
+/// An unowned pane that exits is destroyed, and clients get its exit code.
+#[tokio::test]
+async fn an_unowned_pane_exit_is_reported_and_the_pane_goes() {
+    let (config, repo) = TestHub::config();
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = within("create", hub.hub.create(None, Some("exit 3".into())))
+        .await
+        .expect("a client pane");
+    hub.client
+        .saw(HubMessage::Exited {
+            pane: pane.get(),
+            code: Some(3),
+        })
+        .await;
+    assert!(hub.hub.status().await.expect("status").panes.is_empty());
+    hub.shutdown().await;
+}
+
+/// `start` reopens a startup command whose pane was closed, and only that one.
+#[tokio::test]
+async fn start_reopens_missing_startup_panes() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![
+        startup("one", "exec cat", Some("starter")),
+        startup("two", "exec cat", None),
+    ];
+    config.plugins = vec![scripted("starter", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let one = hub.startup_pane(0).await;
+    hub.startup_pane(1).await;
+    let (token, _) = opened_token("starter", "one").await;
+    within("close", hub.hub.close(one)).await.expect("close");
+    event("starter", |event| match event {
+        Event::PaneClosed { token: t, .. } if *t == token => Some(()),
+        _ => None,
+    })
+    .await;
+
+    let opened = within("start", hub.hub.start()).await.expect("start");
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    let titles: Vec<Option<String>> = hub
+        .hub
+        .status()
+        .await
+        .expect("status")
+        .panes
+        .into_iter()
+        .map(|pane| pane.title)
+        .collect();
+    assert_eq!(titles, [Some("two".to_owned()), Some("one".to_owned())]);
+    // The reopened pane is opted in again: its plugin is given it.
+    crate::util::events("starter", 2, |event| {
+        matches!(event, Event::PaneOpened { title: Some(t), .. } if t == "one").then_some(())
+    })
+    .await;
+    assert!(
+        within("start again", hub.hub.start())
+            .await
+            .expect("start")
+            .is_empty()
+    );
+    hub.shutdown().await;
+}
