@@ -715,7 +715,8 @@ impl Worker {
                 self.broadcast_cancelled(old);
             }
             Err(error) => {
-                tracing::warn!(pane = %old, %error, "relaunch failed; the pane stays held");
+                let plugin = self.owners.get(token).map_or("", String::as_str);
+                tracing::warn!(plugin, pane = %old, %error, "relaunch failed; the pane stays held");
                 self.holds.insert(token.clone(), hold);
             }
         }

@@ -7,7 +7,9 @@ use nightcrow_hub::{HubMessage, RecoveryReport, ReloadReport};
 use nightcrow_plugin_host::PluginSource;
 use nightcrow_protocol::{Event, Token};
 
-use crate::util::{TestHub, event, events, events_of, logged, opened_token, scripted, startup};
+use crate::util::{
+    TestHub, after_go, event, events, events_of, logged, opened_token, scripted, startup,
+};
 
 /// How many `pane_opened` for `token` the scripted plugin `plugin` has received.
 fn opened_count(plugin: &str, token: &Token) -> usize {
@@ -61,12 +63,13 @@ async fn changed_args_replace_the_instance_and_retire_its_holds() {
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![
         startup("live", "exec cat", Some("replaced")),
-        startup("gone", "echo bye", Some("replaced")),
+        startup("gone", &after_go("echo bye"), Some("replaced")),
     ];
     config.plugins = vec![scripted("replaced", &[])];
     let mut hub = TestHub::start(config, repo).await;
     let live = hub.startup_pane(0).await;
     let gone = hub.startup_pane(1).await;
+    hub.go();
     let (token, _) = opened_token("replaced", "live").await;
     event("replaced", |event| {
         matches!(event, Event::PaneExited { .. }).then_some(())
@@ -148,12 +151,13 @@ async fn a_crash_retires_holds_and_the_successor_gets_live_panes() {
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![
         startup("survivor", "exec sh", Some("crashy")),
-        startup("held", "echo bye", Some("crashy")),
+        startup("held", &after_go("echo bye"), Some("crashy")),
     ];
     config.plugins = vec![scripted("crashy", &["exit_on=boom"])];
     let mut hub = TestHub::start(config, repo).await;
     let survivor = hub.startup_pane(0).await;
     let held = hub.startup_pane(1).await;
+    hub.go();
     let (token, _) = opened_token("crashy", "survivor").await;
     event("crashy", |event| {
         matches!(event, Event::PaneExited { .. }).then_some(())
