@@ -5,15 +5,19 @@ use std::time::Duration;
 
 use nightcrow_guard::{GuardLimits, PaneId};
 use nightcrow_hub::{HubMessage, RecoveryReport};
+use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::{Event, Token};
 
 use crate::util::{
-    TestHub, after_go, event, events, events_of, logged, opened_token, scripted, startup,
+    TestHub, after_go, event, events, events_of, logged, opened_token, scripted, scripted_on,
+    startup,
 };
 
 fn cancelled(pane: PaneId) -> HubMessage {
     HubMessage::Recovery(RecoveryReport::cancelled(pane.get()))
 }
+
+crate::on_both_runtimes!(relaunch_keeps_the_slot_and_never_accumulates_args);
 
 /// The next `created` pane id.
 async fn next_created(hub: &mut TestHub) -> PaneId {
@@ -30,19 +34,19 @@ async fn next_created(hub: &mut TestHub) -> PaneId {
 /// An owned, relaunchable pane exits; the plugin relaunches it twice. Each relaunch keeps the
 /// token and the position, bumps the generation, gets a new pane id, tells the owner and ends
 /// the old pane's recovery; the line is always composed from the original command.
-#[tokio::test]
-async fn relaunch_keeps_the_slot_and_never_accumulates_args() {
+async fn relaunch_keeps_the_slot_and_never_accumulates_args(kind: RuntimeKind) {
+    let owner: &str = &format!("relauncher-{kind:?}");
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![
-        startup("again", &after_go("echo ran"), Some("relauncher")),
+        startup("again", &after_go("echo ran"), Some(owner)),
         startup("other", "exec cat", None),
     ];
-    config.plugins = vec![scripted("relauncher", &["exit_relaunch=resume,abc"])];
+    config.plugins = vec![scripted_on(owner, kind, &["exit_relaunch=resume,abc"])];
     let mut hub = TestHub::start(config, repo).await;
     let first = hub.startup_pane(0).await;
     let _other = next_created(&mut hub).await;
     hub.go();
-    let (token, generation) = opened_token("relauncher", "again").await;
+    let (token, generation) = opened_token(owner, "again").await;
     assert_eq!(generation, 1);
 
     let second = next_created(&mut hub).await;
@@ -57,7 +61,7 @@ async fn relaunch_keeps_the_slot_and_never_accumulates_args() {
         "args accumulated: {output:?}"
     );
 
-    let opened: Vec<(Token, u32, Option<String>)> = events("relauncher", 3, |event| match event {
+    let opened: Vec<(Token, u32, Option<String>)> = events(owner, 3, |event| match event {
         Event::PaneOpened {
             token,
             generation,

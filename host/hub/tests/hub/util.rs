@@ -74,12 +74,12 @@ pub fn plugin(name: &str, guest: Guest, kind: RuntimeKind, args: &[&str]) -> Hub
 
 /// The scripted guest (`tests/plugins/src/bin/scripted.rs`) as wasm.
 pub fn scripted(name: &str, args: &[&str]) -> HubPlugin {
-    plugin(
-        name,
-        nightcrow_test_plugin_artifacts::SCRIPTED,
-        RuntimeKind::Wasm,
-        args,
-    )
+    scripted_on(name, RuntimeKind::Wasm, args)
+}
+
+/// The scripted guest on `kind`.
+pub fn scripted_on(name: &str, kind: RuntimeKind, args: &[&str]) -> HubPlugin {
+    plugin(name, nightcrow_test_plugin_artifacts::SCRIPTED, kind, args)
 }
 
 /// `command`, once the test calls [`TestHub::go`]: a pane that exits at once would otherwise
