@@ -25,7 +25,9 @@ use crate::handle::{
 /// Commands taken from one plugin before other sources are served (SPEC §4.4).
 const COMMANDS_PER_ROUND: usize = 8;
 /// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
-/// would spend more on scheduling than on the bytes.
+/// would spend more on scheduling than on the bytes. Consecutive output of one pane in a
+/// round becomes one frame, so a hub that is behind sends clients fewer, larger frames
+/// instead of filling their queues with small ones.
 const PANE_EVENTS_PER_ROUND: usize = 64;
 /// Pane events queued from the pane threads; a full queue slows the children, not the hub.
 const PANE_EVENT_QUEUE: usize = 256;
@@ -141,12 +143,15 @@ impl Worker {
                     None => return self.shutdown().await,
                 },
                 Some(event) = self.pane_events.recv() => {
-                    self.on_pane_event(event);
-                    for _ in 1..PANE_EVENTS_PER_ROUND {
+                    let mut round = vec![event];
+                    while round.len() < PANE_EVENTS_PER_ROUND {
                         match self.pane_events.try_recv() {
-                            Ok(event) => self.on_pane_event(event),
+                            Ok(event) => round.push(event),
                             Err(_) => break,
                         }
+                    }
+                    for event in coalesce(round) {
+                        self.on_pane_event(event);
                     }
                 }
                 (index, item) = next_supervised(&mut self.plugins) => {
@@ -965,6 +970,29 @@ impl Worker {
     }
 }
 
+/// Joins consecutive `Output` events of the same pane, keeping the order of everything.
+fn coalesce(round: Vec<PaneEvent>) -> Vec<PaneEvent> {
+    let mut joined: Vec<PaneEvent> = Vec::with_capacity(round.len());
+    for event in round {
+        match (joined.last_mut(), event) {
+            (
+                Some(PaneEvent::Output { pane, bytes }),
+                PaneEvent::Output {
+                    pane: next,
+                    bytes: more,
+                },
+            ) if *pane == next => {
+                let mut both = bytes::BytesMut::with_capacity(bytes.len() + more.len());
+                both.extend_from_slice(bytes);
+                both.extend_from_slice(&more);
+                *bytes = both.freeze();
+            }
+            (_, event) => joined.push(event),
+        }
+    }
+    joined
+}
+
 fn created(pane: PaneId, meta: &PaneMeta) -> HubMessage {
     HubMessage::Created {
         pane: pane.get(),
@@ -1056,6 +1084,37 @@ async fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consecutive_output_of_one_pane_is_joined_in_order() {
+        let output = |pane: u64, text: &'static str| PaneEvent::Output {
+            pane: PaneId::new(pane),
+            bytes: bytes::Bytes::from_static(text.as_bytes()),
+        };
+        let exited = PaneEvent::Exited {
+            pane: PaneId::new(1),
+            code: Some(0),
+        };
+        let round = vec![
+            output(1, "a"),
+            output(1, "b"),
+            output(2, "c"),
+            output(1, "d"),
+            output(1, "e"),
+            exited.clone(),
+            output(2, "f"),
+        ];
+        assert_eq!(
+            coalesce(round),
+            [
+                output(1, "ab"),
+                output(2, "c"),
+                output(1, "de"),
+                exited,
+                output(2, "f")
+            ]
+        );
+    }
 
     #[test]
     fn idleness_is_scaled_to_the_guards_threshold() {
