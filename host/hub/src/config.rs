@@ -26,7 +26,8 @@ pub struct StartupCommand {
 /// One `[[plugin]]`: how to start it, what the guard lets it do, and whether it may run.
 #[derive(Debug, Clone)]
 pub struct HubPlugin {
-    /// `spec.name` is the plugin's name everywhere (owners, logs, `policy.name`).
+    /// `spec.name` is the plugin's name everywhere: owners, logs, and `policy.name`, which
+    /// the hub overwrites with it so the two cannot disagree.
     pub spec: PluginSpec,
     /// The guard's view; `allowed_resume_flags` and `watch_on_signal` apply at the next
     /// judgement after a reload.
@@ -97,6 +98,15 @@ impl HubConfig {
             restart_policy: RestartPolicy::default(),
             default_size: PaneSize::new(24, 80).expect("24x80 is within bounds"),
         }
+    }
+
+    /// Makes every `policy.name` its `spec.name` (approvals for `log` and `watch_pane` carry
+    /// the policy's name, and ownership is recorded under it).
+    pub(crate) fn with_policy_names(mut self) -> HubConfig {
+        for plugin in &mut self.plugins {
+            plugin.policy.name.clone_from(&plugin.spec.name);
+        }
+        self
     }
 
     /// Whether `plugin` runs in this hub (SPEC §6.5): enabled, and named by a startup command

@@ -25,7 +25,9 @@ use crate::handle::{
 /// Commands taken from one plugin before other sources are served (SPEC §4.4).
 const COMMANDS_PER_ROUND: usize = 8;
 /// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
-/// would spend more on scheduling than on the bytes.
+/// would spend more on scheduling than on the bytes. Consecutive output of one pane in a
+/// round becomes one frame, so a hub that is behind sends clients fewer, larger frames
+/// instead of filling their queues with small ones.
 const PANE_EVENTS_PER_ROUND: usize = 64;
 /// Pane events queued from the pane threads; a full queue slows the children, not the hub.
 const PANE_EVENT_QUEUE: usize = 256;
@@ -86,6 +88,7 @@ impl Worker {
         handle: mpsc::WeakSender<Request>,
         requests: mpsc::Receiver<Request>,
     ) -> Result<Worker, HubError> {
+        let config = config.with_policy_names();
         nightcrow_pane::ensure_runtime_dir(&config.runtime_dir).map_err(|error| {
             HubError::Pane(format!(
                 "runtime dir {}: {error}",
@@ -140,12 +143,15 @@ impl Worker {
                     None => return self.shutdown().await,
                 },
                 Some(event) = self.pane_events.recv() => {
-                    self.on_pane_event(event);
-                    for _ in 1..PANE_EVENTS_PER_ROUND {
+                    let mut round = vec![event];
+                    while round.len() < PANE_EVENTS_PER_ROUND {
                         match self.pane_events.try_recv() {
-                            Ok(event) => self.on_pane_event(event),
+                            Ok(event) => round.push(event),
                             Err(_) => break,
                         }
+                    }
+                    for event in coalesce(round) {
+                        self.on_pane_event(event);
                     }
                 }
                 (index, item) = next_supervised(&mut self.plugins) => {
@@ -714,7 +720,8 @@ impl Worker {
                 self.broadcast_cancelled(old);
             }
             Err(error) => {
-                tracing::warn!(pane = %old, %error, "relaunch failed; the pane stays held");
+                let plugin = self.owners.get(token).map_or("", String::as_str);
+                tracing::warn!(plugin, pane = %old, %error, "relaunch failed; the pane stays held");
                 self.holds.insert(token.clone(), hold);
             }
         }
@@ -847,19 +854,12 @@ impl Worker {
     async fn reload(&mut self, new: HubConfig) -> ReloadReport {
         let mut report = ReloadReport::default();
         self.guard.set_limits(new.guard_limits);
-        let fixed = (
-            self.config.repo_root.clone(),
-            self.config.shell.clone(),
-            self.config.runtime_dir.clone(),
-            self.config.idle_threshold,
-        );
-        self.config = HubConfig {
-            repo_root: fixed.0,
-            shell: fixed.1,
-            runtime_dir: fixed.2,
-            idle_threshold: fixed.3,
-            ..new
-        };
+        // What running panes were started with stays (docs/hub.md).
+        let old = std::mem::replace(&mut self.config, new.with_policy_names());
+        self.config.repo_root = old.repo_root;
+        self.config.shell = old.shell;
+        self.config.runtime_dir = old.runtime_dir;
+        self.config.idle_threshold = old.idle_threshold;
         let mut to_start = Vec::new();
         for slot in std::mem::take(&mut self.plugins) {
             let name = slot.config.name().to_owned();
@@ -970,6 +970,29 @@ impl Worker {
     }
 }
 
+/// Joins consecutive `Output` events of the same pane, keeping the order of everything.
+fn coalesce(round: Vec<PaneEvent>) -> Vec<PaneEvent> {
+    let mut joined: Vec<PaneEvent> = Vec::with_capacity(round.len());
+    for event in round {
+        match (joined.last_mut(), event) {
+            (
+                Some(PaneEvent::Output { pane, bytes }),
+                PaneEvent::Output {
+                    pane: next,
+                    bytes: more,
+                },
+            ) if *pane == next => {
+                let mut both = bytes::BytesMut::with_capacity(bytes.len() + more.len());
+                both.extend_from_slice(bytes);
+                both.extend_from_slice(&more);
+                *bytes = both.freeze();
+            }
+            (_, event) => joined.push(event),
+        }
+    }
+    joined
+}
+
 fn created(pane: PaneId, meta: &PaneMeta) -> HubMessage {
     HubMessage::Created {
         pane: pane.get(),
@@ -1061,6 +1084,37 @@ async fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consecutive_output_of_one_pane_is_joined_in_order() {
+        let output = |pane: u64, text: &'static str| PaneEvent::Output {
+            pane: PaneId::new(pane),
+            bytes: bytes::Bytes::from_static(text.as_bytes()),
+        };
+        let exited = PaneEvent::Exited {
+            pane: PaneId::new(1),
+            code: Some(0),
+        };
+        let round = vec![
+            output(1, "a"),
+            output(1, "b"),
+            output(2, "c"),
+            output(1, "d"),
+            output(1, "e"),
+            exited.clone(),
+            output(2, "f"),
+        ];
+        assert_eq!(
+            coalesce(round),
+            [
+                output(1, "ab"),
+                output(2, "c"),
+                output(1, "de"),
+                exited,
+                output(2, "f")
+            ]
+        );
+    }
 
     #[test]
     fn idleness_is_scaled_to_the_guards_threshold() {

@@ -2,11 +2,9 @@
 //! writes reaches the client, in order (SPEC §4.4, §5.5). Measured in bytes, never in time.
 
 use nightcrow_guard::PaneId;
-use nightcrow_hub::Frame;
+use nightcrow_hub::{Frame, Hub, HubMessage};
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_test_plugin_artifacts as guests;
-
-use nightcrow_hub::Hub;
 
 use crate::util::{TestHub, plugin, runtime, startup, within};
 
@@ -45,8 +43,9 @@ async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64) {
     }
 }
 
-/// A plugin flooding commands owns a pane that streams 5 MB: all of it arrives, while the
-/// plugin, which reads no events during its flood, has events dropped rather than waited for.
+/// A plugin flooding commands owns a pane that streams 5 MB: all of it arrives, although the
+/// plugin reads none of the events it is sent (it floods forever): they wait in, or are
+/// dropped from, its bounded queue, never in front of the pane.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flooding_plugin_does_not_hold_back_its_pane() {
     const LAST: u64 = 700_000;
@@ -68,7 +67,11 @@ async fn a_flooding_plugin_does_not_hold_back_its_pane() {
     expect_sequence(&mut hub, pane, LAST).await;
     let status = hub.hub.status().await.expect("status");
     let health = status.plugins[0].health.as_ref().expect("the flood runs");
-    assert!(health.dropped_events > 0, "{health:?}");
+    assert_eq!(
+        health.state,
+        nightcrow_plugin_host::PluginState::Running,
+        "{health:?}"
+    );
     hub.shutdown().await;
 }
 
@@ -120,4 +123,42 @@ fn hostile_plugins_do_not_disturb_a_large_stream() {
         hub.client.output_contains(other, "still served").await;
         hub.shutdown().await;
     });
+}
+
+/// A client that stops reading is disconnected once its queue is full: what it got is a
+/// gapless prefix of the stream, and then its stream ends; a client that reads is unaffected.
+/// The frames are `resized` messages, so their count does not depend on how PTY output is
+/// chunked.
+#[tokio::test]
+async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
+    const RESIZES: u16 = 300;
+    let (config, repo) = TestHub::config();
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = within("create", hub.hub.create(None, Some("exec cat".into())))
+        .await
+        .expect("a pane");
+    let mut sleeper = within("attach", hub.hub.attach()).await.expect("attach");
+    for rows in 1..=RESIZES {
+        within("resize", hub.hub.resize(pane, rows, 80))
+            .await
+            .expect("resize");
+        hub.client
+            .message(|message| {
+                matches!(message, HubMessage::Resized { rows: r, .. } if *r == rows).then_some(())
+            })
+            .await;
+    }
+    let mut resized = Vec::new();
+    within("the slow client's end", async {
+        while let Some(frame) = sleeper.recv().await {
+            if let Frame::Message(HubMessage::Resized { rows, .. }) = frame {
+                resized.push(rows);
+            }
+        }
+    })
+    .await;
+    assert!(resized.len() < usize::from(RESIZES), "never disconnected");
+    let expected: Vec<u16> = (1..).take(resized.len()).collect();
+    assert_eq!(resized, expected, "a gap");
+    hub.shutdown().await;
 }

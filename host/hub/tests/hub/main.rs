@@ -9,6 +9,24 @@
 //! - `hostile`: plugins that flood, spin or bomb memory while panes stream.
 #![cfg(unix)]
 
+/// Runs each named `async fn case(kind: RuntimeKind)` as `case::wasm` and `case::native`:
+/// the hub treats both runtimes alike, and these cases prove it for the paths that matter.
+#[macro_export]
+macro_rules! on_both_runtimes {
+    ($($case:ident),* $(,)?) => {$(
+        mod $case {
+            #[tokio::test]
+            async fn wasm() {
+                super::$case(nightcrow_plugin_host::RuntimeKind::Wasm).await;
+            }
+            #[tokio::test]
+            async fn native() {
+                super::$case(nightcrow_plugin_host::RuntimeKind::Native).await;
+            }
+        }
+    )*};
+}
+
 mod hostile;
 mod panes;
 mod recovery;

@@ -7,25 +7,31 @@ use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::Event;
 
 use crate::util::{
-    TestHub, event, events_of, logged, logs_of, opened_token, plugin, scripted, startup, within,
+    TestHub, event, events_of, logged, logs_of, opened_token, plugin, scripted, scripted_on,
+    startup, within,
 };
+
+crate::on_both_runtimes!(
+    output_reaches_clients_raw_and_the_owner_stripped,
+    the_token_is_in_the_pane_env_and_never_in_a_plugins
+);
 
 /// Raw bytes reach the client, typed input is echoed, and the owner gets the same output as
 /// plain text (escape sequences stripped).
-#[tokio::test]
-async fn output_reaches_clients_raw_and_the_owner_stripped() {
+async fn output_reaches_clients_raw_and_the_owner_stripped(kind: RuntimeKind) {
+    let owner: &str = &format!("out-owner-{kind:?}");
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![startup(
         "colour",
         r"printf '\033[31mred\033[0m\n'; exec cat",
-        Some("out-owner"),
+        Some(owner),
     )];
-    config.plugins = vec![scripted("out-owner", &[])];
+    config.plugins = vec![scripted_on(owner, kind, &[])];
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;
     hub.client.output_contains(pane, "\u{1b}[31mred").await;
-    let (token, _) = opened_token("out-owner", "colour").await;
-    let text = event("out-owner", |event| match event {
+    let (token, _) = opened_token(owner, "colour").await;
+    let text = event(owner, |event| match event {
         Event::PaneOutput { token: t, text, .. } if *t == token && text.contains("red") => {
             Some(text.clone())
         }
@@ -36,7 +42,7 @@ async fn output_reaches_clients_raw_and_the_owner_stripped() {
 
     hub.input(pane, "hello there\r").await;
     hub.client.output_contains(pane, "hello there").await;
-    event("out-owner", |event| match event {
+    event(owner, |event| match event {
         Event::PaneOutput { text, .. } if text.contains("hello there") => Some(()),
         _ => None,
     })
@@ -46,31 +52,32 @@ async fn output_reaches_clients_raw_and_the_owner_stripped() {
 
 /// Every pane has its token in `NIGHTCROW_PANE_TOKEN`; a plugin's environment has neither
 /// the variable nor the value.
-#[tokio::test]
-async fn the_token_is_in_the_pane_env_and_never_in_a_plugins() {
+async fn the_token_is_in_the_pane_env_and_never_in_a_plugins(kind: RuntimeKind) {
+    let owner: &str = &format!("tok-owner-{kind:?}");
+    let probe_name: &str = &format!("tok-probe-{kind:?}");
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![startup(
         "tok",
         "echo TOKEN=$NIGHTCROW_PANE_TOKEN.; exec cat",
-        Some("tok-owner"),
+        Some(owner),
     )];
     let mut probe = plugin(
-        "tok-probe",
+        probe_name,
         nightcrow_test_plugin_artifacts::PROBE,
-        RuntimeKind::Wasm,
+        kind,
         &["env"],
     );
     probe.policy.watch_on_signal = true;
-    config.plugins = vec![scripted("tok-owner", &[]), probe];
+    config.plugins = vec![scripted_on(owner, kind, &[]), probe];
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;
-    let (token, _) = opened_token("tok-owner", "tok").await;
+    let (token, _) = opened_token(owner, "tok").await;
     hub.client
         .output_contains(pane, &format!("TOKEN={token}."))
         .await;
 
-    logged("tok-probe", &["env: ", "variables"]).await;
-    let env: Vec<String> = logs_of("tok-probe")
+    logged(probe_name, &["env: ", "variables"]).await;
+    let env: Vec<String> = logs_of(probe_name)
         .into_iter()
         .filter_map(|line| line.plugin_text)
         .filter(|text| text.starts_with("env: "))
@@ -167,5 +174,107 @@ async fn malformed_requests_are_answered_with_errors() {
         .expect("a bare shell");
     hub.input(pane, "echo still-here\r").await;
     hub.client.output_contains(pane, "still-here").await;
+    hub.shutdown().await;
+}
+
+/// An approved `attention` reaches clients as `{"type":"attention","pane":N}`.
+#[tokio::test]
+async fn attention_is_broadcast_to_clients() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("bell", "exec cat", Some("bell"))];
+    config.plugins = vec![scripted("bell", &["attention_on=ring"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    opened_token("bell", "bell").await;
+    hub.input(pane, "ring\r").await;
+    hub.client
+        .saw(HubMessage::Attention { pane: pane.get() })
+        .await;
+    hub.shutdown().await;
+}
+
+/// After `shutdown` the client stream ends and the handle reports the hub gone.
+#[tokio::test]
+async fn shutdown_ends_clients_and_the_handle() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("bye", "exec cat", Some("stopped"))];
+    config.plugins = vec![scripted("stopped", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    hub.startup_pane(0).await;
+    opened_token("stopped", "bye").await;
+    let handle = hub.hub.clone();
+    within("shutdown", handle.shutdown()).await;
+    within("the stream's end", async {
+        while hub.client.take_one().await {}
+    })
+    .await;
+    assert!(matches!(
+        handle.status().await,
+        Err(nightcrow_hub::HubError::Gone)
+    ));
+    handle.shutdown().await;
+}
+
+/// An unowned pane that exits is destroyed, and clients get its exit code.
+#[tokio::test]
+async fn an_unowned_pane_exit_is_reported_and_the_pane_goes() {
+    let (config, repo) = TestHub::config();
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = within("create", hub.hub.create(None, Some("exit 3".into())))
+        .await
+        .expect("a client pane");
+    hub.client
+        .saw(HubMessage::Exited {
+            pane: pane.get(),
+            code: Some(3),
+        })
+        .await;
+    assert!(hub.hub.status().await.expect("status").panes.is_empty());
+    hub.shutdown().await;
+}
+
+/// `start` reopens a startup command whose pane was closed, and only that one.
+#[tokio::test]
+async fn start_reopens_missing_startup_panes() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![
+        startup("one", "exec cat", Some("starter")),
+        startup("two", "exec cat", None),
+    ];
+    config.plugins = vec![scripted("starter", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let one = hub.startup_pane(0).await;
+    hub.startup_pane(1).await;
+    let (token, _) = opened_token("starter", "one").await;
+    within("close", hub.hub.close(one)).await.expect("close");
+    event("starter", |event| match event {
+        Event::PaneClosed { token: t, .. } if *t == token => Some(()),
+        _ => None,
+    })
+    .await;
+
+    let opened = within("start", hub.hub.start()).await.expect("start");
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    let titles: Vec<Option<String>> = hub
+        .hub
+        .status()
+        .await
+        .expect("status")
+        .panes
+        .into_iter()
+        .map(|pane| pane.title)
+        .collect();
+    assert_eq!(titles, [Some("two".to_owned()), Some("one".to_owned())]);
+    // The reopened pane is opted in again: its plugin is given it.
+    crate::util::events("starter", 2, |event| {
+        matches!(event, Event::PaneOpened { title: Some(t), .. } if t == "one").then_some(())
+    })
+    .await;
+    assert!(
+        within("start again", hub.hub.start())
+            .await
+            .expect("start")
+            .is_empty()
+    );
     hub.shutdown().await;
 }

@@ -5,13 +5,19 @@ use std::time::Duration;
 
 use nightcrow_guard::{GuardLimits, PaneId};
 use nightcrow_hub::{HubMessage, RecoveryReport};
+use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::{Event, Token};
 
-use crate::util::{TestHub, event, events, events_of, logged, opened_token, scripted, startup};
+use crate::util::{
+    TestHub, after_go, event, events, events_of, logged, opened_token, scripted, scripted_on,
+    startup,
+};
 
 fn cancelled(pane: PaneId) -> HubMessage {
     HubMessage::Recovery(RecoveryReport::cancelled(pane.get()))
 }
+
+crate::on_both_runtimes!(relaunch_keeps_the_slot_and_never_accumulates_args);
 
 /// The next `created` pane id.
 async fn next_created(hub: &mut TestHub) -> PaneId {
@@ -28,18 +34,19 @@ async fn next_created(hub: &mut TestHub) -> PaneId {
 /// An owned, relaunchable pane exits; the plugin relaunches it twice. Each relaunch keeps the
 /// token and the position, bumps the generation, gets a new pane id, tells the owner and ends
 /// the old pane's recovery; the line is always composed from the original command.
-#[tokio::test]
-async fn relaunch_keeps_the_slot_and_never_accumulates_args() {
+async fn relaunch_keeps_the_slot_and_never_accumulates_args(kind: RuntimeKind) {
+    let owner: &str = &format!("relauncher-{kind:?}");
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![
-        startup("again", "echo ran", Some("relauncher")),
+        startup("again", &after_go("echo ran"), Some(owner)),
         startup("other", "exec cat", None),
     ];
-    config.plugins = vec![scripted("relauncher", &["exit_relaunch=resume,abc"])];
+    config.plugins = vec![scripted_on(owner, kind, &["exit_relaunch=resume,abc"])];
     let mut hub = TestHub::start(config, repo).await;
     let first = hub.startup_pane(0).await;
     let _other = next_created(&mut hub).await;
-    let (token, generation) = opened_token("relauncher", "again").await;
+    hub.go();
+    let (token, generation) = opened_token(owner, "again").await;
     assert_eq!(generation, 1);
 
     let second = next_created(&mut hub).await;
@@ -54,7 +61,7 @@ async fn relaunch_keeps_the_slot_and_never_accumulates_args() {
         "args accumulated: {output:?}"
     );
 
-    let opened: Vec<(Token, u32, Option<String>)> = events("relauncher", 3, |event| match event {
+    let opened: Vec<(Token, u32, Option<String>)> = events(owner, 3, |event| match event {
         Event::PaneOpened {
             token,
             generation,
@@ -64,7 +71,7 @@ async fn relaunch_keeps_the_slot_and_never_accumulates_args() {
         _ => None,
     })
     .await;
-    let command = Some("echo ran".to_owned());
+    let command = Some(after_go("echo ran"));
     assert_eq!(
         &opened[..3],
         [
@@ -87,10 +94,11 @@ async fn relaunch_keeps_the_slot_and_never_accumulates_args() {
 async fn the_budget_persists_across_a_relaunch() {
     let (mut config, repo) = TestHub::config();
     config.guard_limits = GuardLimits::new(5, 1, Duration::from_secs(60)).expect("limits");
-    config.startup_commands = vec![startup("once", "echo ran", Some("budgeted"))];
+    config.startup_commands = vec![startup("once", &after_go("echo ran"), Some("budgeted"))];
     config.plugins = vec![scripted("budgeted", &["exit_relaunch=resume"])];
     let mut hub = TestHub::start(config, repo).await;
     let first = hub.startup_pane(0).await;
+    hub.go();
     let second = next_created(&mut hub).await;
     hub.client.saw(cancelled(first)).await;
     logged("budgeted", &["refused", "rate limited"]).await;
@@ -179,10 +187,11 @@ fn token_in(output: &str) -> Option<Token> {
 #[tokio::test]
 async fn a_hold_replays_its_report_and_cancel_ends_it() {
     let (mut config, repo) = TestHub::config();
-    config.startup_commands = vec![startup("held", "echo bye", Some("holder"))];
+    config.startup_commands = vec![startup("held", &after_go("echo bye"), Some("holder"))];
     config.plugins = vec![scripted("holder", &["exit_status=waiting_for_reset"])];
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;
+    hub.go();
     let report = HubMessage::Recovery(RecoveryReport {
         pane: pane.get(),
         state: "waiting_for_reset".to_owned(),
@@ -222,10 +231,11 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
 async fn a_hold_expires_after_its_ttl() {
     let (mut config, repo) = TestHub::config();
     config.pending_relaunch_ttl = Duration::from_millis(300);
-    config.startup_commands = vec![startup("expiring", "echo bye", Some("expiry"))];
+    config.startup_commands = vec![startup("expiring", &after_go("echo bye"), Some("expiry"))];
     config.plugins = vec![scripted("expiry", &[])];
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;
+    hub.go();
     event("expiry", |event| {
         matches!(event, Event::PaneExited { .. }).then_some(())
     })
@@ -296,4 +306,42 @@ async fn within_output_count(hub: &mut TestHub, pane: PaneId, needle: &str, coun
         }
     })
     .await;
+}
+
+/// With the pane cap full a relaunch puts the hold back (WARN); once there is room the same
+/// hold relaunches.
+#[tokio::test]
+async fn a_full_pane_cap_puts_the_hold_back() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![
+        startup("held", &after_go("echo bye"), Some("capped")),
+        startup("trigger", "exec cat", Some("capped")),
+    ];
+    config.plugins = vec![scripted("capped", &["relaunch_on=again"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let held = hub.startup_pane(0).await;
+    let trigger = hub.startup_pane(1).await;
+    hub.go();
+    event("capped", |event| {
+        matches!(event, Event::PaneExited { .. }).then_some(())
+    })
+    .await;
+    let mut fillers = Vec::new();
+    for _ in 0..nightcrow_pane::MAX_PANES - 1 {
+        fillers.push(
+            hub.hub
+                .create(None, Some("exec cat".into()))
+                .await
+                .expect("room"),
+        );
+    }
+    hub.input(trigger, "again\r").await;
+    logged("capped", &["relaunch failed", "panes"]).await;
+    assert_eq!(hub.hub.status().await.expect("status").holds[0].pane, held);
+
+    hub.hub.close(fillers[0]).await.expect("close");
+    hub.input(trigger, "again\r").await;
+    hub.client.saw(cancelled(held)).await;
+    assert!(hub.hub.status().await.expect("status").holds.is_empty());
+    hub.shutdown().await;
 }

@@ -5,9 +5,15 @@ use std::path::PathBuf;
 use nightcrow_guard::PaneId;
 use nightcrow_hub::{HubMessage, RecoveryReport, ReloadReport};
 use nightcrow_plugin_host::PluginSource;
+use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::{Event, Token};
 
-use crate::util::{TestHub, event, events, events_of, logged, opened_token, scripted, startup};
+use crate::util::{
+    TestHub, after_go, event, events, events_of, logged, opened_token, scripted, scripted_on,
+    startup,
+};
+
+crate::on_both_runtimes!(a_crash_retires_holds_and_the_successor_gets_live_panes);
 
 /// How many `pane_opened` for `token` the scripted plugin `plugin` has received.
 fn opened_count(plugin: &str, token: &Token) -> usize {
@@ -61,12 +67,13 @@ async fn changed_args_replace_the_instance_and_retire_its_holds() {
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![
         startup("live", "exec cat", Some("replaced")),
-        startup("gone", "echo bye", Some("replaced")),
+        startup("gone", &after_go("echo bye"), Some("replaced")),
     ];
     config.plugins = vec![scripted("replaced", &[])];
     let mut hub = TestHub::start(config, repo).await;
     let live = hub.startup_pane(0).await;
     let gone = hub.startup_pane(1).await;
+    hub.go();
     let (token, _) = opened_token("replaced", "live").await;
     event("replaced", |event| {
         matches!(event, Event::PaneExited { .. }).then_some(())
@@ -143,19 +150,20 @@ async fn a_failing_successor_leaves_no_owned_panes() {
 
 /// A crash retires the plugin's holds (cancelled), keeps its live panes, and the restarted
 /// instance is given them again.
-#[tokio::test]
-async fn a_crash_retires_holds_and_the_successor_gets_live_panes() {
+async fn a_crash_retires_holds_and_the_successor_gets_live_panes(kind: RuntimeKind) {
+    let owner: &str = &format!("crashy-{kind:?}");
     let (mut config, repo) = TestHub::config();
     config.startup_commands = vec![
-        startup("survivor", "exec sh", Some("crashy")),
-        startup("held", "echo bye", Some("crashy")),
+        startup("survivor", "exec sh", Some(owner)),
+        startup("held", &after_go("echo bye"), Some(owner)),
     ];
-    config.plugins = vec![scripted("crashy", &["exit_on=boom"])];
+    config.plugins = vec![scripted_on(owner, kind, &["exit_on=boom"])];
     let mut hub = TestHub::start(config, repo).await;
     let survivor = hub.startup_pane(0).await;
     let held = hub.startup_pane(1).await;
-    let (token, _) = opened_token("crashy", "survivor").await;
-    event("crashy", |event| {
+    hub.go();
+    let (token, _) = opened_token(owner, "survivor").await;
+    event(owner, |event| {
         matches!(event, Event::PaneExited { .. }).then_some(())
     })
     .await;
@@ -166,18 +174,47 @@ async fn a_crash_retires_holds_and_the_successor_gets_live_panes() {
         .await;
     hub.client
         .message(|message| match message {
-            HubMessage::Plugin { name, state, .. } if name == "crashy" && state == "failed" => {
+            HubMessage::Plugin { name, state, .. } if name == owner && state == "failed" => {
                 Some(())
             }
             _ => None,
         })
         .await;
-    events("crashy", 2, |event| match event {
+    events(owner, 2, |event| match event {
         Event::PaneOpened { token: t, .. } if *t == token => Some(()),
         _ => None,
     })
     .await;
-    assert_eq!(owner_of(&hub, survivor).await.as_deref(), Some("crashy"));
+    assert_eq!(owner_of(&hub, survivor).await.as_deref(), Some(owner));
     assert!(hub.hub.status().await.expect("status").holds.is_empty());
+    hub.shutdown().await;
+}
+
+/// A plugin that keeps failing is given up: clients hear of it, its panes run unwatched.
+#[tokio::test]
+async fn a_plugin_given_up_releases_its_panes_and_clients_hear_of_it() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("orphan", "exec cat", Some("failing"))];
+    config.plugins = vec![crate::util::plugin(
+        "failing",
+        nightcrow_test_plugin_artifacts::EXIT_FAILURE,
+        nightcrow_plugin_host::RuntimeKind::Wasm,
+        &[],
+    )];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    hub.client
+        .message(|message| match message {
+            HubMessage::Plugin { name, state, .. } if name == "failing" && state == "gave_up" => {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+    assert_eq!(owner_of(&hub, pane).await, None);
+    let status = hub.hub.status().await.expect("status");
+    assert!(status.plugins[0].gave_up, "{:?}", status.plugins);
+    hub.input(pane, "unwatched\r").await;
+    hub.client.output_contains(pane, "unwatched").await;
     hub.shutdown().await;
 }

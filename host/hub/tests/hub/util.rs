@@ -74,12 +74,19 @@ pub fn plugin(name: &str, guest: Guest, kind: RuntimeKind, args: &[&str]) -> Hub
 
 /// The scripted guest (`tests/plugins/src/bin/scripted.rs`) as wasm.
 pub fn scripted(name: &str, args: &[&str]) -> HubPlugin {
-    plugin(
-        name,
-        nightcrow_test_plugin_artifacts::SCRIPTED,
-        RuntimeKind::Wasm,
-        args,
-    )
+    scripted_on(name, RuntimeKind::Wasm, args)
+}
+
+/// The scripted guest on `kind`.
+pub fn scripted_on(name: &str, kind: RuntimeKind, args: &[&str]) -> HubPlugin {
+    plugin(name, nightcrow_test_plugin_artifacts::SCRIPTED, kind, args)
+}
+
+/// `command`, once the test calls [`TestHub::go`]: a pane that exits at once would otherwise
+/// exit (and be held, relaunched or expire) before the test's client is attached, and the
+/// attach replay lists running panes only.
+pub fn after_go(command: &str) -> String {
+    format!("until [ -e go ]; do sleep 0.01; done; {command}")
 }
 
 pub fn startup(name: &str, command: &str, plugin: Option<&str>) -> StartupCommand {
@@ -95,7 +102,7 @@ pub struct TestHub {
     pub hub: HubHandle,
     pub client: Watcher,
     pub config: HubConfig,
-    _repo: tempfile::TempDir,
+    repo: tempfile::TempDir,
 }
 
 impl TestHub {
@@ -128,7 +135,7 @@ impl TestHub {
             hub,
             client,
             config,
-            _repo: repo,
+            repo,
         }
     }
 
@@ -136,6 +143,11 @@ impl TestHub {
     /// `created` the client got, since startup panes open before the client attaches.
     pub async fn startup_pane(&mut self, n: usize) -> PaneId {
         PaneId::new(self.client.nth_created(n).await)
+    }
+
+    /// Lets the panes started with [`after_go`] run.
+    pub fn go(&self) {
+        std::fs::write(self.repo.path().join("go"), "").expect("the go file");
     }
 
     pub async fn input(&self, pane: PaneId, data: &str) {

@@ -8,7 +8,9 @@
 //! - `exit_relaunch=A,B`: on `pane_exited`, `relaunch` with those resume args (empty: none);
 //! - `watch_echoed`: on `pane_output` containing `watch:<token>`, `watch_pane` for it;
 //! - `attention_on=WORD`: on `pane_output` containing WORD, `attention`;
-//! - `exit_on=WORD`: on `pane_output` containing WORD, exit with code 3 (a crash).
+//! - `exit_on=WORD`: on `pane_output` containing WORD, exit with code 3 (a crash);
+//! - `relaunch_on=WORD`: on `pane_output` containing WORD, `relaunch` (no args) of the pane
+//!   that exited last.
 //!
 //! Leaves on `shutdown`.
 use nightcrow_protocol::{Command, Event, LogLevel, TOKEN_HEX_LEN, Token, encode_event};
@@ -27,6 +29,8 @@ fn main() {
     let watch_echoed = std::env::args().any(|arg| arg == "watch_echoed");
     let attention_on = arg("attention_on");
     let exit_on = arg("exit_on");
+    let relaunch_on = arg("relaunch_on");
+    let mut exited_last: Option<(Token, u32)> = None;
     for incoming in incoming() {
         let event = match incoming {
             Incoming::Event(event) => event,
@@ -58,6 +62,7 @@ fn main() {
                 }
             }
             Event::PaneExited { token, generation } => {
+                exited_last = Some((token.clone(), *generation));
                 if let Some(state) = &exit_status {
                     send(&Command::Status {
                         token: token.clone(),
@@ -85,6 +90,16 @@ fn main() {
                     for watched in watched_tokens(text) {
                         send(&Command::WatchPane { token: watched });
                     }
+                }
+                if let Some((token, generation)) = exited_last
+                    .as_ref()
+                    .filter(|_| relaunch_on.as_ref().is_some_and(|word| text.contains(word)))
+                {
+                    send(&Command::Relaunch {
+                        token: token.clone(),
+                        generation: *generation,
+                        resume_args: Vec::new(),
+                    });
                 }
                 if exit_on.as_ref().is_some_and(|word| text.contains(word)) {
                     std::process::exit(3);

@@ -1,0 +1,190 @@
+//! The hub's throughput benchmark: a pane `cat`s a large file and one client receives every
+//! byte; measured with no plugin, with the bundled recovery plugin watching the pane as wasm,
+//! and with the same plugin built natively. Printed as a table with ratios against the
+//! no-plugin baseline of the same run.
+//!
+//! `cargo bench -p nightcrow-hub --bench throughput` measures (200 MB); `-- --quick` (through
+//! `cargo test -p nightcrow-hub --bench throughput -- --quick`) streams 2 MB to prove the
+//! benchmark works, and its numbers mean nothing.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nightcrow_guard::PluginPolicy;
+use nightcrow_hub::{Frame, Hub, HubConfig, HubMessage, HubPlugin, StartupCommand};
+use nightcrow_pane::Shell;
+use nightcrow_plugin_host::{
+    PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+};
+
+const RECOVERY: &str = "nightcrow-recovery";
+/// Every line of the file: 63 characters and a newline, which the PTY turns into `\r\n`.
+const LINE: &[u8; 64] = b"The quick brown fox jumps over the lazy dog 0123456789 abcdefgh\n";
+
+fn main() {
+    let quick = std::env::args().any(|arg| arg == "--quick");
+    let lines = if quick { 32 * 1024 } else { 3_200_000 };
+    let scratch = tempfile::tempdir().expect("temporary directory");
+    let file = scratch.path().join("stream.txt");
+    write_file(&file, lines);
+    let expected = lines * (LINE.len() + 1);
+    let runtime = PluginRuntime::new(RuntimeConfig {
+        cache_dir: Some(scratch.path().join("cache")),
+    })
+    .expect("plugin runtime");
+
+    let mut rows = Vec::new();
+    for (what, plugin) in [
+        ("no plugin", None),
+        ("recovery, wasm", Some(RuntimeKind::Wasm)),
+        ("recovery, native", Some(RuntimeKind::Native)),
+    ] {
+        let seconds = measure(&runtime, scratch.path(), &file, expected, plugin);
+        rows.push((what, seconds));
+    }
+    print_table(&rows, expected, quick);
+}
+
+fn write_file(path: &Path, lines: usize) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("stream file"));
+    for _ in 0..lines {
+        out.write_all(LINE).expect("write");
+    }
+    out.flush().expect("flush");
+}
+
+fn recovery(kind: RuntimeKind, scratch: &Path) -> HubPlugin {
+    let source = match kind {
+        RuntimeKind::Wasm => PluginSource::Builtin {
+            name: RECOVERY.to_owned(),
+            bytes: nightcrow_builtin::lookup(RECOVERY).expect("bundled").into(),
+        },
+        RuntimeKind::Native => PluginSource::Path(
+            nightcrow_builtin::native_path(RECOVERY)
+                .expect("native build")
+                .to_path_buf(),
+        ),
+    };
+    HubPlugin {
+        spec: PluginSpec {
+            name: RECOVERY.to_owned(),
+            runtime: kind,
+            source,
+            args: Vec::new(),
+            env: Vec::new(),
+            runtime_dir: scratch.join("plugin-run"),
+            sandbox: Sandbox::default(),
+        },
+        policy: PluginPolicy {
+            name: RECOVERY.to_owned(),
+            allowed_resume_flags: vec!["resume".to_owned(), "--session".to_owned()],
+            watch_on_signal: false,
+        },
+        enabled: true,
+    }
+}
+
+/// Seconds from the start of the `cat` until the client has every byte; `None` when the
+/// client fell behind and was disconnected.
+fn measure(
+    runtime: &PluginRuntime,
+    scratch: &Path,
+    file: &Path,
+    expected: usize,
+    plugin: Option<RuntimeKind>,
+) -> Option<f64> {
+    let repo = tempfile::tempdir_in(scratch).expect("repo dir");
+    let mut config = HubConfig::new(repo.path().to_path_buf(), scratch.join("run"));
+    config.shell = Shell {
+        program: PathBuf::from("/bin/sh"),
+        command_args: vec!["-c".to_owned()],
+    };
+    config.startup_commands = vec![StartupCommand {
+        name: Some("stream".to_owned()),
+        // Waits for a line first, so that the stream starts once the client is attached.
+        command: format!("read go; cat '{}'; exec cat", file.display()),
+        plugin: plugin.map(|_| RECOVERY.to_owned()),
+    }];
+    config.plugins = plugin
+        .map(|kind| recovery(kind, scratch))
+        .into_iter()
+        .collect();
+
+    // The hub and its plugin on one runtime, the client on another thread, as a daemon's
+    // socket writer would be.
+    let hub_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("hub runtime");
+    let hub = {
+        let _context = hub_runtime.enter();
+        Hub::spawn(config, runtime.clone()).expect("hub spawns")
+    };
+    let client_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    client_runtime.block_on(async {
+        let mut client = hub.attach().await.expect("attach");
+        let pane = loop {
+            match client.recv().await {
+                Some(Frame::Message(HubMessage::Created { pane, .. })) => break pane,
+                Some(_) => {}
+                None => panic!("the hub ended"),
+            }
+        };
+        let started = Instant::now();
+        hub.input(nightcrow_guard::PaneId::new(pane), "\r")
+            .await
+            .expect("input");
+        // The echo of the line that starts the stream.
+        let mut received = 0usize;
+        let target = expected + 2;
+        let outcome = loop {
+            match tokio::time::timeout(Duration::from_secs(120), client.recv()).await {
+                Ok(Some(Frame::Output { pane: from, bytes })) if from == pane => {
+                    received += bytes.len();
+                    if received >= target {
+                        break Some(started.elapsed().as_secs_f64());
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break None,
+                Err(_) => panic!("stalled after {received} of {target} bytes"),
+            }
+        };
+        hub.shutdown().await;
+        outcome
+    })
+}
+
+fn print_table(rows: &[(&str, Option<f64>)], bytes: usize, quick: bool) {
+    let megabytes = bytes as f64 / 1e6;
+    println!(
+        "hub throughput: {megabytes:.0} MB through a PTY to one client{}",
+        if quick {
+            " (--quick: numbers mean nothing)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "{:<20} {:>10} {:>10} {:>10}",
+        "", "seconds", "MB/s", "vs none"
+    );
+    let baseline = rows[0].1;
+    for (what, seconds) in rows {
+        match seconds {
+            Some(seconds) => {
+                let ratio = baseline.map_or(f64::NAN, |base| base / seconds);
+                println!(
+                    "{what:<20} {seconds:>10.3} {:>10.1} {ratio:>10.2}",
+                    megabytes / seconds
+                );
+            }
+            None => println!("{what:<20} {:>10}", "client fell behind (disconnected)"),
+        }
+    }
+}
