@@ -156,8 +156,8 @@ pub fn stop(home: &Home) -> Result<(), Failure> {
 }
 
 pub fn open(home: &Home, dir: &Path) -> Result<(), Failure> {
-    let dir = std::path::absolute(dir)
-        .map_err(|e| Failure::Other(format!("{}: {e}", dir.display())))?;
+    let dir =
+        std::path::absolute(dir).map_err(|e| Failure::Other(format!("{}: {e}", dir.display())))?;
     let answer = ask(home, json!({"type": "open", "dir": dir}))?;
     println!("opened {}", answer["repo"].as_str().unwrap_or_default());
     Ok(())

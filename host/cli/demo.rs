@@ -135,8 +135,9 @@ impl Layout {
         println!("waits for the reset and resumes the session in a new pane.\n");
         let runtime = PluginRuntime::new(RuntimeConfig::user_default())
             .map_err(|e| format!("cannot start the plugin runtime: {e}"))?;
-        let hub =
-            Hub::spawn(self.hub_config(), runtime).map_err(|e| format!("cannot open: {e}"))?;
+        let config = self.hub_config();
+        nightcrow_daemon::mapping::precompile(&runtime, &config).await;
+        let hub = Hub::spawn(config, runtime).map_err(|e| format!("cannot open: {e}"))?;
         let mut client = hub.attach().await.map_err(|e| e.to_string())?;
         let mut story = Story::default();
         let give_up = tokio::time::Instant::now() + GIVE_UP_AFTER;
@@ -180,6 +181,8 @@ impl Story {
         match frame {
             Frame::Message(HubMessage::Created { pane, title, .. }) => {
                 self.panes.push(pane);
+                // Only the startup pane opens by itself; a second one is the relaunch.
+                self.relaunched = self.panes.len() > 1;
                 let title = title.unwrap_or_else(|| "shell".to_owned());
                 if self.relaunched {
                     println!("▶ pane {pane} ({title}) started: the relaunched session");
@@ -221,9 +224,6 @@ impl Story {
                     "waiting_for_reset" => report.deadline_epoch,
                     _ => None,
                 };
-                if report.state == "resuming" {
-                    self.relaunched = true;
-                }
             }
             Frame::Message(HubMessage::Attention { pane }) => {
                 println!("🔔 pane {pane} wants you back");

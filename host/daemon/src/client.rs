@@ -11,7 +11,9 @@ use crate::transport::{self, ClientStream};
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("no nightcrow daemon is running for {0} (start one with `nightcrow` or `nightcrow -d`)")]
+    #[error(
+        "no nightcrow daemon is running for {0} (start one with `nightcrow` or `nightcrow -d`)"
+    )]
     NotRunning(String),
     #[error("the daemon refused: {0}")]
     Refused(String),

@@ -9,7 +9,7 @@ use nightcrow_config::{Config, PluginCommand, PluginConfig, Runtime};
 use nightcrow_guard::PluginPolicy;
 use nightcrow_hub::{HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
-use nightcrow_plugin_host::{PluginSource, PluginSpec, RuntimeKind, Sandbox};
+use nightcrow_plugin_host::{PluginRuntime, PluginSource, PluginSpec, RuntimeKind, Sandbox};
 
 use crate::Home;
 
@@ -52,6 +52,19 @@ pub fn hub_config(
         }
     }
     (hub, unusable)
+}
+
+/// Compiles (or finds in the cache) every enabled wasm plugin of `config` before its hub
+/// opens panes. A plugin learns a pane's start from its `pane_opened`; a cold compile of
+/// seconds in between would make it miss what the pane's program wrote at once (a Codex
+/// rollout created "before" the pane opened is not bound). Failures are left to the hub,
+/// which reports them when it starts the plugin.
+pub async fn precompile(runtime: &PluginRuntime, config: &HubConfig) {
+    for plugin in config.plugins.iter().filter(|plugin| plugin.enabled) {
+        if plugin.spec.runtime == RuntimeKind::Wasm {
+            let _ = runtime.check(&plugin.spec.source).await;
+        }
+    }
 }
 
 /// `$XDG_RUNTIME_DIR/nightcrow` if set, else `run/` in the daemon's home (SPEC §5.4's

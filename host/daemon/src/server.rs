@@ -137,6 +137,7 @@ impl Daemon {
         for problem in unusable {
             tracing::warn!(%problem, "its panes run unwatched");
         }
+        crate::mapping::precompile(&self.runtime, &config).await;
         let hub = Hub::spawn(config, self.runtime.clone()).map_err(|error| error.to_string())?;
         tracing::info!(repo = %root.display(), "hub opened");
         state.hubs.insert(root.clone(), hub.clone());

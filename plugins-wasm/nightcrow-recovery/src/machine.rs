@@ -409,6 +409,9 @@ impl PaneMachine {
                 self.attempts
             ),
         });
+        // Reported before the relaunch: once the host has relaunched, a status for this
+        // generation is stale and refused, so clients would never see it.
+        self.report(out, state::RESUMING, Some(detail::RESUMING), None);
         out.push(Command::Relaunch {
             token: self.token.clone(),
             generation: self.generation,
@@ -417,7 +420,6 @@ impl PaneMachine {
         self.phase = Phase::Resuming {
             confirm: Wait::start(now, CONFIRM_WITHIN),
         };
-        self.report(out, state::RESUMING, Some(detail::RESUMING), None);
     }
 
     fn needs_attention(
@@ -686,8 +688,8 @@ mod tests {
             rig.advance(630, 0),
             [
                 "g1 ready_to_resume (limit reset)",
-                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
                 "g1 resuming (resuming session) #1",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
             ]
         );
         let (opened, lines) = rig.open(2);
@@ -709,8 +711,8 @@ mod tests {
             rig.exit(),
             [
                 "g1 ready_to_resume (limit reset)",
-                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
                 "g1 resuming (resuming session) #1",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
             ]
         );
     }
@@ -744,7 +746,7 @@ mod tests {
             .filter(|line| line.contains(" relaunch resume "))
             .count();
         assert_eq!(relaunches, 4);
-        assert_eq!(transcript[2], "g1 resuming (resuming session) #1");
+        assert_eq!(transcript[1], "g1 resuming (resuming session) #1");
         assert_eq!(transcript[3], "g1 backoff (relaunch not confirmed) #1");
         assert_eq!(
             transcript.last().expect("lines"),
@@ -775,7 +777,7 @@ mod tests {
         rig.observe(limit(None));
         rig.exit();
         assert!(rig.advance(59, 0).is_empty());
-        assert_eq!(rig.advance(1, 0)[2], "g2 resuming (resuming session) #2");
+        assert_eq!(rig.advance(1, 0)[1], "g2 resuming (resuming session) #2");
         // A normal turn later ends the episode for good.
         rig.open(3);
         assert_eq!(
@@ -919,7 +921,7 @@ mod tests {
         );
         // It exits later: relaunch with the session, confirmed, then the person is called.
         assert_eq!(
-            rig.exit()[1],
+            rig.exit()[2],
             "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
         );
         // No reset time was known, so the attempt count stays for the episode.
@@ -975,7 +977,7 @@ mod tests {
         let out = rig.advance(130, 0);
         assert_eq!(out[0], "g1 ready_to_resume (retry time reached)");
         assert_eq!(
-            out[1],
+            out[2],
             "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273"
         );
     }

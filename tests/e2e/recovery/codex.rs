@@ -48,8 +48,8 @@ fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed(runtime: Ru
         plugin.sync(),
         [
             "g1 ready_to_resume limit reset - #0".to_owned(),
-            format!("g1 relaunch resume {LIMIT_UUID}"),
             "g1 resuming resuming session - #1".to_owned(),
+            format!("g1 relaunch resume {LIMIT_UUID}"),
         ]
     );
     plugin.advance(3);
