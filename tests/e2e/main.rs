@@ -3,6 +3,8 @@
 //!
 //! - [`cache`]: the compilation cache across starts and daemon restarts, and its owner check.
 //! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
+//! - [`daemon`]: the daemon as a real process: one per home, 0600 socket, `kill -9` and
+//!   the stale socket, a socket client attaching twice, config errors, reload, the demo.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
 //! - [`registry`]: `plugin install|list|remove`, and an installed file refused once it
@@ -21,6 +23,7 @@
 
 mod cache;
 mod cli;
+mod daemon;
 mod hostile;
 mod plugin_cli;
 mod recovery;

@@ -1,0 +1,394 @@
+//! The daemon as a real process in a temp `NIGHTCROW_HOME`: single instance, socket mode,
+//! stale-socket recovery after `kill -9` (and nothing left running), a socket client that
+//! attaches, types and re-attaches with scrollback, config errors, reload, and the demo.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nightcrow_daemon::Home;
+use nightcrow_daemon::client::Connection;
+use nightcrow_daemon::frame::Frame;
+use nightcrow_test_plugin_artifacts as guests;
+use serde_json::{Value, json};
+
+use crate::util::nightcrow;
+
+/// Long enough for anything here unless it is broken; used only to detect hangs.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A daemon in the foreground of a child process. Its log is printed if a test fails.
+struct TestDaemon {
+    home: tempfile::TempDir,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl TestDaemon {
+    fn start(config: &str) -> TestDaemon {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let mut daemon = TestDaemon {
+            log: home.path().join("test-daemon.log"),
+            home,
+            child: None,
+        };
+        daemon.spawn();
+        daemon
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::File::create(&self.log).unwrap();
+        let child = nightcrow(self.home.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let started = Instant::now();
+        while self.ask(json!({"type": "status"})).is_err() {
+            assert!(started.elapsed() < PATIENCE, "the daemon never answered");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        nightcrow(self.home()).args(args).output().unwrap()
+    }
+
+    fn ask(&self, request: Value) -> Result<Value, String> {
+        let home = Home::new(self.home().to_owned());
+        tokio_runtime().block_on(async {
+            let mut connection = Connection::open(&home).await.map_err(|e| e.to_string())?;
+            connection.ask(request).await.map_err(|e| e.to_string())
+        })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Waits for the daemon process to end by itself.
+    fn wait(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < PATIENCE, "the daemon did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "--- daemon log ---\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+        }
+    }
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn one_daemon_per_home_a_private_socket_status_and_a_clean_stop() {
+    let mut daemon = TestDaemon::start("");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(daemon.home().join("daemon.sock"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
+    }
+    let status = daemon.run(&["status"]);
+    assert!(status.status.success(), "{status:?}");
+    assert!(
+        text(&status.stdout).contains(&format!("(pid {})", daemon.pid())),
+        "{status:?}"
+    );
+    assert!(
+        text(&status.stdout).contains("no repository open"),
+        "{status:?}"
+    );
+
+    let second = nightcrow(daemon.home()).output().unwrap();
+    assert!(!second.status.success());
+    assert!(
+        text(&second.stderr).contains("already running"),
+        "{second:?}"
+    );
+
+    let stopped = daemon.run(&["stop"]);
+    assert!(stopped.status.success(), "{stopped:?}");
+    assert!(daemon.wait().success());
+    assert!(!daemon.home().join("daemon.sock").exists());
+    let after = daemon.run(&["status"]);
+    assert!(!after.status.success());
+    assert!(
+        text(&after.stderr).contains("no nightcrow daemon is running"),
+        "{after:?}"
+    );
+}
+
+/// Processes whose command line contains `marker`, other than the caller.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = text(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) && !cmdline.contains("processes_with") {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn kill_9_leaves_no_pane_or_plugin_behind_and_the_next_daemon_replaces_the_stale_socket() {
+    let marker = format!("nightcrow-e2e-{}", std::process::id());
+    let pane_seconds = 86_000 + std::process::id() % 400;
+    let config = format!(
+        "[[startup_command]]\ncommand = \"sleep {pane_seconds}\"\nplugin = \"watcher\"\n\n\
+         [[plugin]]\nname = \"watcher\"\ncommand = {:?}\nruntime = \"native\"\nenabled = true\n\
+         args = [{marker:?}]\n",
+        guests::ECHO_NATIVE
+    );
+    let mut daemon = TestDaemon::start(&config);
+    let repo = tempfile::tempdir().unwrap();
+    let opened = daemon.run(&["open", repo.path().to_str().unwrap()]);
+    assert!(opened.status.success(), "{opened:?}");
+    let pane = format!("sleep {pane_seconds}");
+    let started = Instant::now();
+    while processes_with(&pane).is_empty() || processes_with(&marker).is_empty() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "pane and plugin never ran: {:?} / {:?}",
+            processes_with(&pane),
+            processes_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = daemon.run(&["status"]);
+    let status = text(&status.stdout);
+    assert!(status.contains("plugin watcher running"), "{status}");
+    assert!(status.contains("watched by watcher"), "{status}");
+
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    daemon.wait();
+    assert!(
+        daemon.home().join("daemon.sock").exists(),
+        "kill -9 leaves the socket file"
+    );
+    let started = Instant::now();
+    while !(processes_with(&pane).is_empty() && processes_with(&marker).is_empty()) {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "left behind: {:?} {:?}",
+            processes_with(&pane),
+            processes_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    daemon.spawn();
+    let status = daemon.run(&["status"]);
+    assert!(status.status.success(), "{status:?}");
+    assert!(daemon.run(&["stop"]).status.success());
+    assert!(daemon.wait().success());
+}
+
+/// Reads frames until a control message satisfies `want`; output frames of the pane are
+/// collected into `output` on the way.
+async fn until(
+    connection: &mut Connection,
+    output: &mut String,
+    want: impl Fn(&Value, &str) -> bool,
+) -> Value {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            match connection
+                .next()
+                .await
+                .unwrap()
+                .expect("the daemon hung up")
+            {
+                Frame::Control(text) => {
+                    let message: Value = serde_json::from_str(&text).unwrap();
+                    if want(&message, output) {
+                        return message;
+                    }
+                }
+                Frame::Output(bytes) => {
+                    output.push_str(&String::from_utf8_lossy(&bytes[4..]));
+                    if want(&Value::Null, output) {
+                        return Value::Null;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never got there; output so far: {output:?}"))
+}
+
+#[test]
+fn a_socket_client_opens_a_pane_types_and_reattaches_with_the_scrollback() {
+    let daemon = TestDaemon::start("");
+    let repo = tempfile::tempdir().unwrap();
+    let home = Home::new(daemon.home().to_owned());
+    tokio_runtime().block_on(async {
+        let mut connection = Connection::open(&home).await.unwrap();
+        // A malformed daemon request is answered; the connection carries on.
+        assert!(connection.ask(json!({"type": "explode"})).await.is_err());
+        connection
+            .send(&json!({"type": "attach", "repo": repo.path()}).to_string())
+            .await
+            .unwrap();
+        let mut output = String::new();
+        let hello = until(&mut connection, &mut output, |m, _| m["type"] == "hello").await;
+        assert_eq!(hello["version"], 1);
+        connection
+            .send(r#"{"type":"create","title":"sh"}"#)
+            .await
+            .unwrap();
+        let created = until(&mut connection, &mut output, |m, _| m["type"] == "created").await;
+        let pane = created["pane"].as_u64().unwrap();
+        // A malformed hub request gets an error in the stream; the pane keeps running.
+        connection.send(r#"{"type":"input"}"#).await.unwrap();
+        until(&mut connection, &mut output, |m, _| m["type"] == "error").await;
+        let input = json!({"type": "input", "pane": pane, "data": "echo hi-$((6*7))\r"});
+        connection.send(&input.to_string()).await.unwrap();
+        until(&mut connection, &mut output, |_, out| out.contains("hi-42")).await;
+        drop(connection);
+
+        let mut again = Connection::open(&home).await.unwrap();
+        again
+            .send(&json!({"type": "attach", "repo": repo.path()}).to_string())
+            .await
+            .unwrap();
+        let mut replay = String::new();
+        let created = until(&mut again, &mut replay, |m, _| m["type"] == "created").await;
+        assert_eq!(created["pane"].as_u64(), Some(pane));
+        until(&mut again, &mut replay, |_, out| out.contains("hi-42")).await;
+    });
+}
+
+#[test]
+fn bad_configs_stop_the_daemon_from_starting_with_file_line_and_column() {
+    let cases = [
+        ("[shell]\nprogramm = \"/bin/sh\"\n", ":2:1:"),
+        ("[guard]\nwindow_secs = \"sixty\"\n", ":2:"),
+        (
+            "[[startup_command]]\ncommand = \"codex\"\nplugin = \"nobody\"\n",
+            ":3:",
+        ),
+    ];
+    for (config, position) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("config.toml");
+        std::fs::write(&path, config).unwrap();
+        let output = nightcrow(home.path()).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{config}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!("{}{position}", path.display())),
+            "{config}: {stderr}"
+        );
+        assert!(!home.path().join("daemon.sock").exists());
+    }
+}
+
+#[test]
+fn a_broken_reload_changes_nothing_and_a_good_one_reports_what_changed() {
+    let config = format!(
+        "[[plugin]]\nname = \"echo\"\ncommand = {:?}\nenabled = true\nwatch_on_signal = true\n",
+        guests::ECHO_WASM
+    );
+    let daemon = TestDaemon::start(&config);
+    let repo = tempfile::tempdir().unwrap();
+    assert!(
+        daemon
+            .run(&["open", repo.path().to_str().unwrap()])
+            .status
+            .success()
+    );
+    let running = || text(&daemon.run(&["status"]).stdout).contains("plugin echo running");
+    let started = Instant::now();
+    while !running() {
+        assert!(started.elapsed() < PATIENCE, "the plugin never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let path = daemon.home().join("config.toml");
+    std::fs::write(&path, format!("{config}enabeld = false\n")).unwrap();
+    let broken = daemon.run(&["reload"]);
+    assert_eq!(broken.status.code(), Some(2), "{broken:?}");
+    let stderr = text(&broken.stderr);
+    assert!(
+        stderr.contains(&format!("{}:6:", path.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+    assert!(running(), "the broken file changed nothing");
+
+    std::fs::write(&path, config.replace("enabled = true", "enabled = false")).unwrap();
+    let reloaded = daemon.run(&["reload"]);
+    assert!(reloaded.status.success(), "{reloaded:?}");
+    assert!(
+        text(&reloaded.stdout).contains("stopped: echo"),
+        "{reloaded:?}"
+    );
+}
+
+#[test]
+fn the_demo_shows_a_usage_limit_recovery_and_exits_0() {
+    let home = tempfile::tempdir().unwrap();
+    let output = nightcrow(home.path()).arg("demo").output().unwrap();
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    for step in [
+        "You've hit your usage limit",
+        "recovery, pane 1: waiting_for_reset",
+        "until the plugin acts",
+        "recovery, pane 1: resuming",
+        "pane 2 (codex) started: the relaunched session",
+        "resuming session",
+        "recovered: the session was resumed in pane 2",
+    ] {
+        assert!(stdout.contains(step), "missing {step:?} in:\n{stdout}");
+    }
+}
