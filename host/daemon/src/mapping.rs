@@ -31,7 +31,7 @@ pub fn hub_config(
     let runtime_dir = nightcrow_pane::runtime_dir_for(&runtime_base(home), repo_root);
     let mut hub = HubConfig::new(repo_root.to_owned(), runtime_dir.clone());
     hub.shell = shell(config);
-    hub.guard_limits = config.guard.clone();
+    hub.guard_limits = config.guard;
     hub.startup_commands = config
         .startup_commands
         .iter()
