@@ -308,6 +308,67 @@ fn a_socket_client_opens_a_pane_types_and_reattaches_with_the_scrollback() {
     });
 }
 
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_the_daemon_cleanly_and_an_installed_plugin_runs_by_name() {
+    let home = tempfile::tempdir().unwrap();
+    let installed = nightcrow(home.path())
+        .args(["plugin", "install", guests::ECHO_WASM, "--name", "mine"])
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    let config = "[[plugin]]\nname = \"mine\"\ncommand = \"mine\"\nenabled = true\n\
+                  watch_on_signal = true\n";
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let mut daemon = TestDaemon {
+        log: home.path().join("test-daemon.log"),
+        home,
+        child: None,
+    };
+    daemon.spawn();
+    let repo = tempfile::tempdir().unwrap();
+    assert!(
+        daemon
+            .run(&["open", repo.path().to_str().unwrap()])
+            .status
+            .success()
+    );
+    let started = Instant::now();
+    while !text(&daemon.run(&["status"]).stdout).contains("plugin mine running") {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the installed plugin never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    assert!(daemon.wait().success());
+    assert!(!daemon.home().join("daemon.sock").exists());
+    let log = std::fs::read_to_string(&daemon.log).unwrap();
+    assert!(log.contains("daemon stopped"), "{log}");
+}
+
+#[test]
+fn detach_starts_a_background_daemon_that_logs_to_its_file() {
+    let home = tempfile::tempdir().unwrap();
+    let started = nightcrow(home.path()).arg("-d").output().unwrap();
+    assert!(started.status.success(), "{started:?}");
+    assert!(
+        text(&started.stdout).contains("nightcrow daemon running"),
+        "{started:?}"
+    );
+    let status = nightcrow(home.path()).arg("status").output().unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let stopped = nightcrow(home.path()).arg("stop").output().unwrap();
+    assert!(stopped.status.success(), "{stopped:?}");
+    let log = std::fs::read_to_string(home.path().join("daemon.log")).unwrap();
+    assert!(log.contains("daemon listening"), "{log}");
+}
+
 #[test]
 fn bad_configs_stop_the_daemon_from_starting_with_file_line_and_column() {
     let cases = [
@@ -316,6 +377,16 @@ fn bad_configs_stop_the_daemon_from_starting_with_file_line_and_column() {
         (
             "[[startup_command]]\ncommand = \"codex\"\nplugin = \"nobody\"\n",
             ":3:",
+        ),
+        (
+            "[[plugin]]\nname = \"p\"\ncommand = \"builtin:nightcrow-recovery\"\n\
+             [[plugin]]\nname = \"p\"\ncommand = \"builtin:nightcrow-recovery\"\n",
+            ":5:",
+        ),
+        (
+            "[[plugin]]\nname = \"p\"\ncommand = \"builtin:nightcrow-recovery\"\n\
+             [plugin.sandbox]\nconnect = [\"127.0.0.1:90-80\"]\n",
+            ":5:",
         ),
     ];
     for (config, position) in cases {
