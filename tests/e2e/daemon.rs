@@ -28,6 +28,11 @@ impl TestDaemon {
     fn start(config: &str) -> TestDaemon {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(home.path().join("config.toml"), config).unwrap();
+        TestDaemon::start_in(home)
+    }
+
+    /// A daemon for a home the test has prepared.
+    fn start_in(home: tempfile::TempDir) -> TestDaemon {
         let mut daemon = TestDaemon {
             log: home.path().join("test-daemon.log"),
             home,
@@ -46,11 +51,9 @@ impl TestDaemon {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        let started = Instant::now();
-        while self.ask(json!({"type": "status"})).is_err() {
-            assert!(started.elapsed() < PATIENCE, "the daemon never answered");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until("the daemon never answered", || {
+            self.ask(json!({"type": "status"})).is_ok()
+        });
     }
 
     fn home(&self) -> &Path {
@@ -69,6 +72,14 @@ impl TestDaemon {
         })
     }
 
+    /// A temp repository opened with `nightcrow open` (kept while the guard lives).
+    fn open_repo(&self) -> tempfile::TempDir {
+        let repo = tempfile::tempdir().unwrap();
+        let opened = self.run(&["open", repo.path().to_str().unwrap()]);
+        assert!(opened.status.success(), "{opened:?}");
+        repo
+    }
+
     fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
@@ -76,14 +87,12 @@ impl TestDaemon {
     /// Waits for the daemon process to end by itself.
     fn wait(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().unwrap();
-        let started = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(started.elapsed() < PATIENCE, "the daemon did not end");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut status = None;
+        wait_until("the daemon did not end", || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        status.unwrap()
     }
 }
 
@@ -99,6 +108,15 @@ impl Drop for TestDaemon {
                 std::fs::read_to_string(&self.log).unwrap_or_default()
             );
         }
+    }
+}
+
+/// Polls `done` until it holds; `what` says what never happened if it does not.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < PATIENCE, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -185,20 +203,11 @@ fn kill_9_leaves_no_pane_or_plugin_behind_and_the_next_daemon_replaces_the_stale
         guests::ECHO_NATIVE
     );
     let mut daemon = TestDaemon::start(&config);
-    let repo = tempfile::tempdir().unwrap();
-    let opened = daemon.run(&["open", repo.path().to_str().unwrap()]);
-    assert!(opened.status.success(), "{opened:?}");
+    let _repo = daemon.open_repo();
     let pane = format!("sleep {pane_seconds}");
-    let started = Instant::now();
-    while processes_with(&pane).is_empty() || processes_with(&marker).is_empty() {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "pane and plugin never ran: {:?} / {:?}",
-            processes_with(&pane),
-            processes_with(&marker)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("pane and plugin never ran", || {
+        !processes_with(&pane).is_empty() && !processes_with(&marker).is_empty()
+    });
     let status = daemon.run(&["status"]);
     let status = text(&status.stdout);
     assert!(status.contains("plugin watcher running"), "{status}");
@@ -214,22 +223,20 @@ fn kill_9_leaves_no_pane_or_plugin_behind_and_the_next_daemon_replaces_the_stale
         daemon.home().join("daemon.sock").exists(),
         "kill -9 leaves the socket file"
     );
-    let started = Instant::now();
-    while !(processes_with(&pane).is_empty() && processes_with(&marker).is_empty()) {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "left behind: {:?} {:?}",
-            processes_with(&pane),
-            processes_with(&marker)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("a pane or plugin process outlived the daemon", || {
+        processes_with(&pane).is_empty() && processes_with(&marker).is_empty()
+    });
 
     daemon.spawn();
     let status = daemon.run(&["status"]);
     assert!(status.status.success(), "{status:?}");
     assert!(daemon.run(&["stop"]).status.success());
     assert!(daemon.wait().success());
+}
+
+async fn attach(connection: &mut Connection, repo: &Path) {
+    let request = json!({"type": "attach", "repo": repo});
+    connection.send(&request.to_string()).await.unwrap();
 }
 
 /// Reads frames until a control message satisfies `want`; output frames of the pane are
@@ -275,10 +282,7 @@ fn a_socket_client_opens_a_pane_types_and_reattaches_with_the_scrollback() {
         let mut connection = Connection::open(&home).await.unwrap();
         // A malformed daemon request is answered; the connection carries on.
         assert!(connection.ask(json!({"type": "explode"})).await.is_err());
-        connection
-            .send(&json!({"type": "attach", "repo": repo.path()}).to_string())
-            .await
-            .unwrap();
+        attach(&mut connection, repo.path()).await;
         let mut output = String::new();
         let hello = until(&mut connection, &mut output, |m, _| m["type"] == "hello").await;
         assert_eq!(hello["version"], 1);
@@ -297,10 +301,7 @@ fn a_socket_client_opens_a_pane_types_and_reattaches_with_the_scrollback() {
         drop(connection);
 
         let mut again = Connection::open(&home).await.unwrap();
-        again
-            .send(&json!({"type": "attach", "repo": repo.path()}).to_string())
-            .await
-            .unwrap();
+        attach(&mut again, repo.path()).await;
         let mut replay = String::new();
         let created = until(&mut again, &mut replay, |m, _| m["type"] == "created").await;
         assert_eq!(created["pane"].as_u64(), Some(pane));
@@ -320,27 +321,11 @@ fn ctrl_c_stops_the_daemon_cleanly_and_an_installed_plugin_runs_by_name() {
     let config = "[[plugin]]\nname = \"mine\"\ncommand = \"mine\"\nenabled = true\n\
                   watch_on_signal = true\n";
     std::fs::write(home.path().join("config.toml"), config).unwrap();
-    let mut daemon = TestDaemon {
-        log: home.path().join("test-daemon.log"),
-        home,
-        child: None,
-    };
-    daemon.spawn();
-    let repo = tempfile::tempdir().unwrap();
-    assert!(
-        daemon
-            .run(&["open", repo.path().to_str().unwrap()])
-            .status
-            .success()
-    );
-    let started = Instant::now();
-    while !text(&daemon.run(&["status"]).stdout).contains("plugin mine running") {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the installed plugin never ran"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut daemon = TestDaemon::start_in(home);
+    let _repo = daemon.open_repo();
+    wait_until("the installed plugin never ran", || {
+        text(&daemon.run(&["status"]).stdout).contains("plugin mine running")
+    });
     let interrupted = std::process::Command::new("kill")
         .args(["-INT", &daemon.pid().to_string()])
         .status()
@@ -411,19 +396,9 @@ fn a_broken_reload_changes_nothing_and_a_good_one_reports_what_changed() {
         guests::ECHO_WASM
     );
     let daemon = TestDaemon::start(&config);
-    let repo = tempfile::tempdir().unwrap();
-    assert!(
-        daemon
-            .run(&["open", repo.path().to_str().unwrap()])
-            .status
-            .success()
-    );
+    let _repo = daemon.open_repo();
     let running = || text(&daemon.run(&["status"]).stdout).contains("plugin echo running");
-    let started = Instant::now();
-    while !running() {
-        assert!(started.elapsed() < PATIENCE, "the plugin never ran");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the plugin never ran", running);
     let path = daemon.home().join("config.toml");
     std::fs::write(&path, format!("{config}enabeld = false\n")).unwrap();
     let broken = daemon.run(&["reload"]);
