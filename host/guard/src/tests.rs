@@ -211,22 +211,11 @@ impl Harness {
                 (target.pane(), target.generation()),
                 (facts.pane, facts.generation)
             );
-            assert_eq!(Some(target.token()), command_token(&command));
+            assert_eq!(Some(target.token()), command.token());
         }
         let verdict = verdict.map(|approved| describe(&approved));
         let expected = expected.map(str::to_owned);
         assert_eq!(verdict, expected, "judging {command:?} with {facts:?}");
-    }
-}
-
-fn command_token(command: &Command) -> Option<&Token> {
-    match command {
-        Command::SendInput { token, .. }
-        | Command::Relaunch { token, .. }
-        | Command::Status { token, .. }
-        | Command::WatchPane { token }
-        | Command::Attention { token, .. } => Some(token),
-        Command::Log { .. } => None,
     }
 }
 

@@ -633,15 +633,7 @@ impl Worker {
     fn on_command(&mut self, index: usize, command: Command) {
         let now = Instant::now();
         let plugin = &self.plugins[index].config;
-        let token = match &command {
-            Command::SendInput { token, .. }
-            | Command::Relaunch { token, .. }
-            | Command::Status { token, .. }
-            | Command::WatchPane { token }
-            | Command::Attention { token, .. } => Some(token),
-            Command::Log { .. } => None,
-        };
-        let facts = token.and_then(|token| {
+        let facts = command.token().and_then(|token| {
             pane_facts(
                 &self.table,
                 &self.owners,

@@ -125,4 +125,16 @@ impl Command {
             Command::Log { .. } => "log",
         }
     }
+
+    /// The pane slot the command is about; `None` for `log`, which names none.
+    pub fn token(&self) -> Option<&Token> {
+        match self {
+            Command::SendInput { token, .. }
+            | Command::Relaunch { token, .. }
+            | Command::Status { token, .. }
+            | Command::WatchPane { token }
+            | Command::Attention { token, .. } => Some(token),
+            Command::Log { .. } => None,
+        }
+    }
 }
