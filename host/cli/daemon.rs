@@ -16,7 +16,7 @@ use crate::Failure;
 /// How long `-d` and `stop` wait for the daemon to come up or go away.
 const PATIENCE: Duration = Duration::from_secs(15);
 
-fn tokio() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

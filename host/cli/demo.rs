@@ -3,8 +3,9 @@
 //! recovery plugin watching it with one grant — the temp sessions folder, read-only. The
 //! stand-in hits a usage limit that resets a few seconds ahead and exits; the plugin waits
 //! for the reset and has the pane relaunched with `resume <id>`. A transcript of what
-//! happens is printed as it happens; the demo ends (exit 0) once the resumed pane runs.
-//! No accounts, no network.
+//! happens is shown as it happens — in the TUI when stdout is a terminal (the countdown
+//! marker on the pane's tab, the relaunch as a new tab), else as a printed transcript —
+//! and the demo ends (exit 0) once the resumed pane runs. No accounts, no network.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,7 +26,10 @@ const RESET_IN_SECS: u32 = 10;
 /// The whole demo takes about 45 s; past this something is broken.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(180);
 
-pub fn run() -> Result<(), Failure> {
+/// How long the TUI keeps showing the resumed pane before the demo ends.
+const LINGER: Duration = Duration::from_secs(4);
+
+pub fn run(tui: bool) -> Result<(), Failure> {
     let other = |message: String| Failure::Other(message);
     if cfg!(windows) {
         return Err(other(
@@ -41,9 +45,11 @@ pub fn run() -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| other(format!("cannot start the async runtime: {e}")))?;
-    let result = tokio.block_on(layout.watch());
+    let result = tokio.block_on(layout.watch(tui));
     tokio.shutdown_background();
-    result.map_err(other)
+    // After the TUI has given the terminal back, or as the transcript's last line.
+    println!("{}", result.map_err(other)?);
+    Ok(())
 }
 
 /// The demo's temp directory: `repo/` (the pane's cwd), `codex-home/` (the only folder the
@@ -128,44 +134,103 @@ impl Layout {
         config
     }
 
-    /// Runs the hub and narrates until the relaunched pane is running.
-    async fn watch(&self) -> Result<(), String> {
-        println!("nightcrow demo: a scripted Codex hits its usage limit; the sandboxed");
-        println!("recovery plugin (wasm, allowed to read only the demo's sessions folder)");
-        println!("waits for the reset and resumes the session in a new pane.\n");
+    /// Runs the hub and shows it until the relaunched pane is running; returns the line
+    /// that ends the demo.
+    async fn watch(&self, tui: bool) -> Result<String, String> {
+        let narrate = !tui;
+        if narrate {
+            println!("nightcrow demo: a scripted Codex hits its usage limit; the sandboxed");
+            println!("recovery plugin (wasm, allowed to read only the demo's sessions folder)");
+            println!("waits for the reset and resumes the session in a new pane.\n");
+        }
         let runtime = PluginRuntime::new(RuntimeConfig::user_default())
             .map_err(|e| format!("cannot start the plugin runtime: {e}"))?;
         let config = self.hub_config();
         nightcrow_daemon::mapping::precompile(&runtime, &config).await;
         let hub = Hub::spawn(config, runtime).map_err(|e| format!("cannot open: {e}"))?;
-        let mut client = hub.attach().await.map_err(|e| e.to_string())?;
-        let mut story = Story::default();
-        let give_up = tokio::time::Instant::now() + GIVE_UP_AFTER;
-        let mut ticks = tokio::time::interval(Duration::from_secs(1));
-        let outcome = loop {
-            tokio::select! {
-                frame = client.recv() => match frame {
-                    Some(frame) => {
-                        if story.tell(frame) {
-                            break Ok(());
-                        }
-                    }
-                    None => break Err("the hub ended before the recovery".to_owned()),
-                },
-                _ = ticks.tick() => story.countdown(),
-                () = tokio::time::sleep_until(give_up) => {
-                    break Err(format!("no recovery within {GIVE_UP_AFTER:?}; run with NIGHTCROW_LOG=debug to see why"));
-                }
-            }
+        let client = hub.attach().await.map_err(|e| e.to_string())?;
+        let outcome = if tui {
+            in_tui(hub.clone(), client).await
+        } else {
+            follow(client, Story::new(narrate), |_| {}).await
         };
         hub.shutdown().await;
         outcome
     }
 }
 
+/// The demo in the TUI: the hub's frames go to the TUI as the transcript would have read
+/// them, its requests to the hub; once the resumed pane runs (and a moment to see it), the
+/// attachment closes and the TUI ends.
+async fn in_tui(
+    hub: nightcrow_hub::HubHandle,
+    client: nightcrow_hub::Client,
+) -> Result<String, String> {
+    let (frames_tx, frames) = tokio::sync::mpsc::unbounded_channel();
+    let (requests, mut requests_rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(request) = requests_rx.recv().await {
+            if hub.request(request).await.is_err() {
+                return;
+            }
+        }
+    });
+    let story = tokio::spawn(async move {
+        let outcome = follow(client, Story::new(false), |frame| {
+            let _ = frames_tx.send(frame);
+        })
+        .await;
+        if outcome.is_ok() {
+            tokio::time::sleep(LINGER).await;
+        }
+        outcome
+    });
+    let options = nightcrow_tui::Options {
+        leader: nightcrow_config::LeaderKey::default(),
+        create_first_pane: false,
+    };
+    let ended = nightcrow_tui::run(nightcrow_tui::Attachment { frames, requests }, options)
+        .await
+        .map_err(|e| format!("the terminal: {e}"))?;
+    if ended != nightcrow_tui::Outcome::Closed {
+        story.abort();
+        return Ok("demo left before the recovery; nothing was kept".to_owned());
+    }
+    story.await.map_err(|e| e.to_string())?
+}
+
+/// Tells `story` every frame (and hands it on to `also`) until the resumed pane runs.
+async fn follow(
+    mut client: nightcrow_hub::Client,
+    mut story: Story,
+    mut also: impl FnMut(Frame),
+) -> Result<String, String> {
+    let give_up = tokio::time::Instant::now() + GIVE_UP_AFTER;
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            frame = client.recv() => match frame {
+                Some(frame) => {
+                    let done = story.tell(frame.clone());
+                    also(frame);
+                    if let Some(pane) = done {
+                        return Ok(format!("\u{2714} recovered: the session was resumed in pane {pane}."));
+                    }
+                }
+                None => return Err("the hub ended before the recovery".to_owned()),
+            },
+            _ = ticks.tick() => story.countdown(),
+            () = tokio::time::sleep_until(give_up) => {
+                return Err(format!("no recovery within {GIVE_UP_AFTER:?}; run with NIGHTCROW_LOG=debug to see why"));
+            }
+        }
+    }
+}
+
 /// What the transcript has seen so far.
-#[derive(Default)]
 struct Story {
+    /// Print the transcript (off while the TUI shows the demo).
+    narrate: bool,
     /// The pane the plugin watches now and the line of its output being collected.
     panes: Vec<u64>,
     partial: String,
@@ -176,8 +241,25 @@ struct Story {
 }
 
 impl Story {
-    /// Prints one frame; `true` once the resumed pane shows it carries on.
-    fn tell(&mut self, frame: Frame) -> bool {
+    fn new(narrate: bool) -> Story {
+        Story {
+            narrate,
+            panes: Vec::new(),
+            partial: String::new(),
+            deadline: None,
+            last_countdown: None,
+            relaunched: false,
+        }
+    }
+
+    fn say(&self, line: &str) {
+        if self.narrate {
+            println!("{line}");
+        }
+    }
+
+    /// Tells one frame; the resumed pane once it shows it carries on.
+    fn tell(&mut self, frame: Frame) -> Option<u64> {
         match frame {
             Frame::Message(HubMessage::Created { pane, title, .. }) => {
                 self.panes.push(pane);
@@ -185,9 +267,11 @@ impl Story {
                 self.relaunched = self.panes.len() > 1;
                 let title = title.unwrap_or_else(|| "shell".to_owned());
                 if self.relaunched {
-                    println!("▶ pane {pane} ({title}) started: the relaunched session");
+                    self.say(&format!(
+                        "▶ pane {pane} ({title}) started: the relaunched session"
+                    ));
                 } else {
-                    println!("▶ pane {pane} ({title}) started");
+                    self.say(&format!("▶ pane {pane} ({title}) started"));
                 }
             }
             Frame::Output { pane, bytes } => {
@@ -196,17 +280,17 @@ impl Story {
                     let line: String = self.partial.drain(..=end).collect();
                     let line = line.trim_end();
                     if !line.is_empty() {
-                        println!("  │ pane {pane}: {line}");
+                        self.say(&format!("  │ pane {pane}: {line}"));
                     }
                     if self.relaunched && line.contains("carrying on") {
-                        println!("\n✔ recovered: the session was resumed in pane {pane}.");
-                        return true;
+                        self.say("");
+                        return Some(pane);
                     }
                 }
             }
-            Frame::Message(HubMessage::Exited { pane, code }) => {
+            Frame::Message(HubMessage::Exited { pane, code, .. }) => {
                 let code = code.map_or("a signal".to_owned(), |code| format!("code {code}"));
-                println!("■ pane {pane} exited ({code})");
+                self.say(&format!("■ pane {pane} exited ({code})"));
             }
             Frame::Message(HubMessage::Recovery(report)) => {
                 let mut line = format!("◆ recovery, pane {}: {}", report.pane, report.state);
@@ -219,27 +303,27 @@ impl Story {
                 if report.attempt > 0 {
                     line.push_str(&format!(", attempt {}", report.attempt));
                 }
-                println!("{line}");
+                self.say(&line);
                 self.deadline = match report.state.as_str() {
                     "waiting_for_reset" => report.deadline_epoch,
                     _ => None,
                 };
             }
             Frame::Message(HubMessage::Attention { pane }) => {
-                println!("🔔 pane {pane} wants you back");
+                self.say(&format!("🔔 pane {pane} wants you back"));
             }
             Frame::Message(HubMessage::Plugin {
                 name,
                 state,
                 detail,
-            }) => println!(
+            }) => self.say(&format!(
                 "plugin {name}: {state}{}",
                 detail.map(|d| format!(" ({d})")).unwrap_or_default()
-            ),
-            Frame::Message(HubMessage::Error { message }) => println!("error: {message}"),
+            )),
+            Frame::Message(HubMessage::Error { message }) => self.say(&format!("error: {message}")),
             Frame::Message(HubMessage::Hello { .. } | HubMessage::Resized { .. }) => {}
         }
-        false
+        None
     }
 
     /// Every 5 s while a wait with a deadline runs: how long is left.
@@ -252,7 +336,9 @@ impl Story {
             .is_none_or(|last| last.elapsed() >= Duration::from_secs(5));
         let left = seconds_until(deadline);
         if due && left > 0 {
-            println!("  ⏳ {left} s until the plugin acts (limit reset + its 30 s margin)");
+            self.say(&format!(
+                "  ⏳ {left} s until the plugin acts (limit reset + its 30 s margin)"
+            ));
             self.last_countdown = Some(Instant::now());
         }
     }

@@ -1,7 +1,8 @@
-//! The `nightcrow` binary: daemon and CLI in one program (the TUI and web clients are not
-//! built yet; see `docs/ARCHITECTURE.md`).
+//! The `nightcrow` binary: daemon, CLI and TUI client in one program (see
+//! `docs/ARCHITECTURE.md`).
 #![forbid(unsafe_code)]
 
+mod attach;
 mod daemon;
 mod demo;
 mod plugin;
@@ -14,8 +15,9 @@ use nightcrow_daemon::Home;
 
 /// Terminal session daemon with a sandboxed WebAssembly plugin host for AI coding CLIs.
 ///
-/// Without a command it runs the daemon in the foreground (Ctrl-C stops it: plugins first,
-/// then panes). Files live in `$NIGHTCROW_HOME` (default `~/.nightcrow`): `config.toml`,
+/// `nightcrow attach` is the everyday way in: the current repository's panes as tabs in
+/// your terminal (a daemon is started if none runs). Without a command it runs the daemon
+/// in the foreground (Ctrl-C stops it: plugins first, then panes). Files live in `$NIGHTCROW_HOME` (default `~/.nightcrow`): `config.toml`,
 /// `plugins/`, `daemon.sock`, `daemon.log`. Try `nightcrow demo` first.
 #[derive(Debug, Parser)]
 #[command(name = "nightcrow", version, about, long_about)]
@@ -43,10 +45,23 @@ enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Action {
+    /// See and type into a repository's panes: tabs, recovery markers, the leader key
+    /// (Ctrl+F by default; Ctrl+F ? lists the keys). Starts a daemon if none runs.
+    /// Detaching (Ctrl+F d) leaves every pane running.
+    Attach {
+        /// A folder in the repository (default: the current one); its repository root is
+        /// the nearest folder up that holds `.git`.
+        dir: Option<PathBuf>,
+    },
     /// Watch a usage-limit recovery happen: a throw-away hub, a scripted Codex stand-in
     /// that hits its limit, and the sandboxed recovery plugin resuming it. No account, no
-    /// network; about 45 s.
-    Demo,
+    /// network; about 45 s. In a terminal it runs in the TUI; `--plain` (or a stdout that
+    /// is not a terminal) prints a transcript instead.
+    Demo {
+        /// Print a transcript instead of showing the TUI.
+        #[arg(long)]
+        plain: bool,
+    },
     /// Write a commented starter config (the bundled plugin declared, disabled).
     Init {
         /// Replace an existing config file.
@@ -85,10 +100,24 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Action::Init { force }) => config_path(cli.config.as_deref())
             .and_then(|path| init(&path, force).map_err(Failure::Other)),
-        Some(Action::Demo) => {
-            install_logging(cli.log_format, "warn");
-            demo::run()
+        Some(Action::Demo { plain }) => {
+            let tui = !plain && std::io::IsTerminal::is_terminal(&std::io::stdout());
+            if tui {
+                // Log lines would scribble over the TUI: keep only errors, on stderr.
+                install_logging(cli.log_format, "error");
+            } else {
+                install_logging(cli.log_format, "warn");
+            }
+            demo::run(tui)
         }
+        Some(Action::Attach { dir }) => home().and_then(|home| {
+            let leader = load_config(cli.config.as_deref())?
+                .map(|config| config.tui.leader)
+                .unwrap_or_default();
+            let config = cli.config.as_deref().map(std::path::absolute).transpose();
+            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
+            attach::run(&home, dir.as_deref(), config.as_deref(), leader)
+        }),
         Some(Action::Plugin(action)) => {
             install_logging(cli.log_format, "info");
             load_config(cli.config.as_deref()).and_then(|config| {

@@ -13,6 +13,9 @@
 //! - [`recovery`]: the bundled recovery plugin against real Codex rollouts and a replaying
 //!   OpenCode server, every scenario natively and as a wasm component in the real runtime,
 //!   and without its sandbox grants.
+//! - [`tui`]: `nightcrow attach` and the demo's TUI in a real terminal (tmux): typing,
+//!   tabs, full-screen programs, resize, detach and re-attach, recovery markers and chips,
+//!   attention, cancel, a flood, and the terminal restored on every way out.
 //! - [`util`]: the plugin harness — one shared
 //!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
 //!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of
@@ -28,5 +31,6 @@ mod hostile;
 mod plugin_cli;
 mod recovery;
 mod registry;
+mod tui;
 mod util;
 mod wasip1;

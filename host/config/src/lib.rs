@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 pub use nightcrow_guard::GuardLimits;
 pub use resolve::{
-    Config, MAX_PLUGINS, PluginCommand, PluginConfig, Runtime, SandboxConfig, ShellConfig,
-    StartupCommand, WebConfig,
+    Config, LeaderKey, MAX_PLUGINS, PluginCommand, PluginConfig, Runtime, SandboxConfig,
+    ShellConfig, StartupCommand, TuiConfig, WebConfig,
 };
 
 /// The commented starter file `nightcrow init` writes; it parses to a valid config with the

@@ -16,6 +16,8 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub web: RawWeb,
     #[serde(default)]
+    pub tui: RawTui,
+    #[serde(default)]
     pub startup_command: Vec<RawStartupCommand>,
     #[serde(default)]
     pub plugin: Vec<RawPlugin>,
@@ -34,6 +36,12 @@ pub(crate) struct RawWeb {
     pub bind: Option<Spanned<String>>,
     pub port: Option<u16>,
     pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTui {
+    pub leader: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

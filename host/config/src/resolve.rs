@@ -1,6 +1,7 @@
 //! Validation and resolution: from the file's shape to what the daemon runs.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,7 @@ pub struct Config {
     pub shell: ShellConfig,
     pub guard: GuardLimits,
     pub web: WebConfig,
+    pub tui: TuiConfig,
     pub startup_commands: Vec<StartupCommand>,
     pub plugins: Vec<PluginConfig>,
 }
@@ -38,6 +40,57 @@ pub struct WebConfig {
     pub port: u16,
     /// Argon2 PHC string; the web client refuses to start without one.
     pub password_hash: Option<String>,
+}
+
+/// `[tui]`: the terminal client's settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TuiConfig {
+    pub leader: LeaderKey,
+}
+
+/// The key that starts a TUI command: a Ctrl+letter chord, written `ctrl-f` in the file.
+/// It is held as the one byte a terminal sends for the chord, which is what the TUI sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderKey {
+    letter: u8,
+}
+
+impl LeaderKey {
+    /// `ctrl-<letter>`, case-insensitive; the message says what is accepted.
+    pub fn parse(text: &str) -> Result<LeaderKey, String> {
+        let letter = text
+            .trim()
+            .to_ascii_lowercase()
+            .strip_prefix("ctrl-")
+            .and_then(|rest| match rest.as_bytes() {
+                [letter] if letter.is_ascii_lowercase() => Some(*letter),
+                _ => None,
+            });
+        match letter {
+            // Ctrl+M, Ctrl+I and Ctrl+[ are Enter, Tab and Escape on the wire.
+            Some(b'm' | b'i') | None => Err(format!(
+                "leader `{text}` is not a Ctrl+letter chord: write it like `ctrl-f` (any letter but i and m, which are Tab and Enter)"
+            )),
+            Some(letter) => Ok(LeaderKey { letter }),
+        }
+    }
+
+    /// The byte the terminal sends for the chord (Ctrl+F is 0x06).
+    pub fn byte(self) -> u8 {
+        self.letter - b'a' + 1
+    }
+}
+
+impl Default for LeaderKey {
+    fn default() -> LeaderKey {
+        LeaderKey { letter: b'f' }
+    }
+}
+
+impl fmt::Display for LeaderKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ctrl+{}", self.letter.to_ascii_uppercase() as char)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +199,15 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
         port: raw.web.port.unwrap_or(8091),
         password_hash: raw.web.password_hash,
     };
+    let tui = TuiConfig {
+        leader: match raw.tui.leader {
+            None => LeaderKey::default(),
+            Some(leader) => LeaderKey::parse(leader.get_ref()).unwrap_or_else(|message| {
+                problems.push((leader.span(), message));
+                LeaderKey::default()
+            }),
+        },
+    };
     if !problems.is_empty() {
         problems.sort_by_key(|(span, _)| span.start);
         return Err(problems);
@@ -157,6 +219,7 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
         },
         guard: raw.guard,
         web,
+        tui,
         startup_commands,
         plugins,
     })

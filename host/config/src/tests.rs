@@ -97,7 +97,7 @@ fn unknown_keys_name_their_position_and_a_likely_spelling() {
     check_errors(
         "[shel]\nprogram = \"/bin/zsh\"\n",
         &[
-            "1:2: unknown field `shel`, expected one of `shell`, `guard`, `web`, `startup_command`, `plugin`; did you mean `shell`?",
+            "1:2: unknown field `shel`, expected one of `shell`, `guard`, `web`, `tui`, `startup_command`, `plugin`; did you mean `shell`?",
         ],
     );
     // Nothing close: no guess.
@@ -245,4 +245,30 @@ fn connect_entries_are_checked_with_their_position() {
             "5:45: connect entry `localhost:1` is not `ADDRESS:PORT` or `ADDRESS:FIRST-LAST` (IPv6 as `[::1]:PORT`)",
         ],
     );
+}
+
+#[test]
+fn the_tui_leader_is_a_ctrl_letter_and_a_bad_one_is_positioned() {
+    assert_eq!(
+        parse_text("").unwrap().tui.leader.byte(),
+        0x06,
+        "Ctrl+F by default"
+    );
+    let config = parse_text("[tui]\nleader = \"Ctrl-A\"\n").unwrap();
+    assert_eq!(config.tui.leader.byte(), 0x01);
+    assert_eq!(config.tui.leader.to_string(), "Ctrl+A");
+    for bad in [
+        "\"f\"",
+        "\"ctrl-\"",
+        "\"ctrl-ab\"",
+        "\"ctrl-1\"",
+        "\"ctrl-m\"",
+        "\"alt-f\"",
+    ] {
+        let errors = parse_text(&format!("[tui]\nleader = {bad}\n")).unwrap_err();
+        assert_eq!(errors.0.len(), 1, "{bad}: {errors}");
+        let error = &errors.0[0];
+        assert_eq!((error.line, error.column), (2, 10), "{bad}: {errors}");
+        assert!(error.message.contains("like `ctrl-f`"), "{bad}: {errors}");
+    }
 }

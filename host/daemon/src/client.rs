@@ -1,7 +1,12 @@
-//! The CLI's side of a daemon connection: connect, say hello, ask, read the answer.
+//! The CLI's side of a daemon connection: connect, say hello, ask, read the answer; or
+//! attach to a hub and speak its client protocol through two channels.
 
+use std::path::Path;
+
+use nightcrow_hub::{ClientRequest, Frame as HubFrame, HubMessage, parse_output_frame};
 use serde_json::{Value, json};
 use tokio::io::{ReadHalf, WriteHalf};
+use tokio::sync::mpsc;
 
 use crate::Home;
 use crate::frame::{Frame, FrameError, read_frame, write_frame};
@@ -68,5 +73,74 @@ impl Connection {
     /// The next frame from the daemon; `None` when it closed the connection.
     pub async fn next(&mut self) -> Result<Option<Frame>, ClientError> {
         Ok(read_frame(&mut self.reader).await?)
+    }
+
+    /// Attaches to the hub of `repo` (opened if it is not yet). Frames arrive on the first
+    /// channel, starting with the hub's `hello`, read as fast as the daemon sends them so
+    /// that a client drawing slowly is never the one the hub drops; the channel closes when
+    /// the connection does. Requests put on the second are sent in order.
+    pub async fn attach(
+        mut self,
+        repo: &Path,
+    ) -> Result<
+        (
+            mpsc::UnboundedReceiver<HubFrame>,
+            mpsc::UnboundedSender<ClientRequest>,
+        ),
+        ClientError,
+    > {
+        self.send(&json!({"type": "attach", "repo": repo}).to_string())
+            .await?;
+        let hello = match self.next().await? {
+            Some(Frame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
+                Ok(HubMessage::Error { message }) => return Err(ClientError::Refused(message)),
+                Ok(message) => message,
+                Err(_) => return Err(ClientError::Refused(text)),
+            },
+            Some(Frame::Output(_)) | None => return Err(ClientError::HungUp),
+        };
+        let (frames_tx, frames) = mpsc::unbounded_channel();
+        let (requests, mut requests_rx) = mpsc::unbounded_channel::<ClientRequest>();
+        let Connection {
+            mut reader,
+            mut writer,
+        } = self;
+        let _ = frames_tx.send(HubFrame::Message(hello));
+        tokio::spawn(async move {
+            while let Ok(Some(frame)) = read_frame(&mut reader).await {
+                let frame = match frame {
+                    Frame::Control(text) => match serde_json::from_str(&text) {
+                        Ok(message) => HubFrame::Message(message),
+                        Err(error) => {
+                            tracing::warn!(%error, %text, "a hub message this client does not know");
+                            continue;
+                        }
+                    },
+                    Frame::Output(frame) => {
+                        let Some((pane, _)) = parse_output_frame(&frame) else {
+                            continue;
+                        };
+                        // The id is the first four bytes; the rest is shared, not copied.
+                        let bytes = bytes::Bytes::from(frame).slice(4..);
+                        HubFrame::Output { pane, bytes }
+                    }
+                };
+                if frames_tx.send(frame).is_err() {
+                    return;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            while let Some(request) = requests_rx.recv().await {
+                let text = serde_json::to_string(&request).expect("requests serialise");
+                if write_frame(&mut writer, &Frame::Control(text))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Ok((frames, requests))
     }
 }

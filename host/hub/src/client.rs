@@ -93,9 +93,13 @@ pub enum HubMessage {
         cols: u16,
     },
     /// The pane's process ended; `code` is `None` when a signal ended it (or it was closed).
+    /// `held`: the pane stays, exited, for its plugin to relaunch (SPEC §6.2); its
+    /// `recovery` reports follow, and a `recovery` with state `cancelled` ends it.
     Exited {
         pane: u64,
         code: Option<u32>,
+        #[serde(default)]
+        held: bool,
     },
     Resized {
         pane: u64,
@@ -146,6 +150,13 @@ pub fn output_frame(pane: u64, bytes: &[u8]) -> Vec<u8> {
     frame.extend_from_slice(&(pane as u32).to_le_bytes());
     frame.extend_from_slice(bytes);
     frame
+}
+
+/// The pane id and bytes of a binary output frame; `None` when it is too short to hold an
+/// id.
+pub fn parse_output_frame(frame: &[u8]) -> Option<(u64, &[u8])> {
+    let (id, bytes) = frame.split_first_chunk::<4>()?;
+    Some((u64::from(u32::from_le_bytes(*id)), bytes))
 }
 
 #[cfg(test)]
@@ -220,5 +231,11 @@ mod tests {
     #[test]
     fn output_frames_lead_with_the_pane_id_little_endian() {
         assert_eq!(output_frame(258, b"hi"), [2, 1, 0, 0, b'h', b'i']);
+        assert_eq!(
+            parse_output_frame(&output_frame(258, b"hi")),
+            Some((258, &b"hi"[..]))
+        );
+        assert_eq!(parse_output_frame(&[1, 0, 0, 0]), Some((1, &[][..])));
+        assert_eq!(parse_output_frame(&[1, 0, 0]), None);
     }
 }

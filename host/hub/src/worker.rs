@@ -310,6 +310,7 @@ impl Worker {
                 self.broadcast(Frame::Message(HubMessage::Exited {
                     pane: pane.get(),
                     code: None,
+                    held: false,
                 }));
                 Ok(Outcome::Done)
             }
@@ -484,6 +485,7 @@ impl Worker {
         let generation = slot.generation();
         let relaunchable = self.launch_command(&token).is_some();
         self.table.mark_exited(pane);
+        let held = self.owners.contains_key(&token) && relaunchable;
         match (self.owners.contains_key(&token), relaunchable) {
             (false, _) => {
                 self.forget(&token);
@@ -516,6 +518,7 @@ impl Worker {
         self.broadcast(Frame::Message(HubMessage::Exited {
             pane: pane.get(),
             code,
+            held,
         }));
     }
 

@@ -227,6 +227,7 @@ async fn an_unowned_pane_exit_is_reported_and_the_pane_goes() {
         .saw(HubMessage::Exited {
             pane: pane.get(),
             code: Some(3),
+            held: false,
         })
         .await;
     assert!(hub.hub.status().await.expect("status").panes.is_empty());

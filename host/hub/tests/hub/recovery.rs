@@ -163,6 +163,7 @@ async fn watch_pane_rules_and_a_bare_shell_exit() {
         .saw(HubMessage::Exited {
             pane: shell.get(),
             code: Some(0),
+            held: false,
         })
         .await;
     event("watcher", |event| match event {
@@ -192,6 +193,14 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;
     hub.go();
+    // Clients learn at once that the pane stays for a relaunch, before any report.
+    hub.client
+        .saw(HubMessage::Exited {
+            pane: pane.get(),
+            code: Some(0),
+            held: true,
+        })
+        .await;
     let report = HubMessage::Recovery(RecoveryReport {
         pane: pane.get(),
         state: "waiting_for_reset".to_owned(),

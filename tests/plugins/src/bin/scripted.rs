@@ -4,7 +4,8 @@
 //! arguments:
 //! - `open_send=TEXT`: on `pane_opened`, `send_input` of `TEXT\r`;
 //! - `idle_send=TEXT`: on `pane_idle`, `send_input` of `TEXT\r`;
-//! - `exit_status=STATE`: on `pane_exited`, a `status` with that state (attempt 1);
+//! - `exit_status=STATE`: on `pane_exited`, a `status` with that state (attempt 1) and a
+//!   deadline, or none with `no_deadline`;
 //! - `exit_relaunch=A,B`: on `pane_exited`, `relaunch` with those resume args (empty: none);
 //! - `watch_echoed`: on `pane_output` containing `watch:<token>`, `watch_pane` for it;
 //! - `attention_on=WORD`: on `pane_output` containing WORD, `attention`;
@@ -20,6 +21,8 @@ fn main() {
     let open_send = arg("open_send");
     let idle_send = arg("idle_send");
     let exit_status = arg("exit_status");
+    let deadline_epoch =
+        (!std::env::args().any(|arg| arg == "no_deadline")).then_some(1_771_890_527);
     let exit_relaunch = arg("exit_relaunch").map(|args| {
         args.split(',')
             .filter(|arg| !arg.is_empty())
@@ -69,7 +72,7 @@ fn main() {
                         generation: *generation,
                         state: state.clone(),
                         detail: Some("scripted".to_owned()),
-                        deadline_epoch: Some(1_771_890_527),
+                        deadline_epoch,
                         attempt: 1,
                     });
                 }

@@ -1,0 +1,99 @@
+//! `nightcrow attach [DIR]`: the TUI on a repository's hub, through the daemon (started in
+//! the background when none runs, as `tmux attach` would).
+
+use std::path::{Path, PathBuf};
+
+use nightcrow_config::LeaderKey;
+use nightcrow_daemon::Home;
+use nightcrow_daemon::client::{ClientError, Connection};
+use nightcrow_tui::{Attachment, Options, Outcome};
+use serde_json::json;
+
+use crate::Failure;
+
+pub fn run(
+    home: &Home,
+    dir: Option<&Path>,
+    config: Option<&Path>,
+    leader: LeaderKey,
+) -> Result<(), Failure> {
+    let other = |message: String| Failure::Other(message);
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return Err(other(
+            "attach needs a terminal: stdout is not one".to_owned(),
+        ));
+    }
+    let start = match dir {
+        Some(dir) => {
+            std::path::absolute(dir).map_err(|e| other(format!("{}: {e}", dir.display())))?
+        }
+        None => {
+            std::env::current_dir().map_err(|e| other(format!("the current directory: {e}")))?
+        }
+    };
+    let repo = repository_root(&start);
+    let tokio = crate::daemon::tokio()?;
+    if tokio.block_on(Connection::open(home)).is_err() {
+        crate::daemon::background(home, config, false)?;
+    }
+    let failure = |error: ClientError| other(error.to_string());
+    let (root, create_first_pane, (frames, requests)) = tokio.block_on(async {
+        let mut connection = Connection::open(home).await.map_err(failure)?;
+        let opened = connection
+            .ask(json!({"type": "open", "dir": repo}))
+            .await
+            .map_err(failure)?;
+        let root = PathBuf::from(opened["repo"].as_str().unwrap_or_default());
+        let status = connection
+            .ask(json!({"type": "status"}))
+            .await
+            .map_err(failure)?;
+        let empty = status["repos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["repo"].as_str() == root.to_str())
+            .all(|entry| {
+                entry["panes"].as_array().is_none_or(Vec::is_empty)
+                    && entry["holds"].as_array().is_none_or(Vec::is_empty)
+            });
+        let attached = connection.attach(&root).await.map_err(failure)?;
+        Ok::<_, Failure>((root, empty, attached))
+    })?;
+    let options = Options {
+        leader,
+        create_first_pane,
+    };
+    let outcome = tokio
+        .block_on(nightcrow_tui::run(Attachment { frames, requests }, options))
+        .map_err(|e| other(format!("the terminal: {e}")))?;
+    tokio.shutdown_background();
+    match outcome {
+        Outcome::Detached => {
+            println!(
+                "detached from {}; its panes keep running (`nightcrow attach` comes back)",
+                root.display()
+            );
+            Ok(())
+        }
+        Outcome::NoPanes => {
+            println!("every pane of {} has ended", root.display());
+            Ok(())
+        }
+        Outcome::Closed => Err(other(
+            "the daemon closed the connection (it stopped, or its hub did)".to_owned(),
+        )),
+        Outcome::Signalled => Err(other(
+            "stopped by a signal; the panes keep running".to_owned(),
+        )),
+    }
+}
+
+/// The repository `dir` is in: the nearest folder up from it holding `.git` (a folder, or
+/// a file in a worktree); `dir` itself when there is none.
+fn repository_root(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|folder| folder.join(".git").exists())
+        .unwrap_or(dir)
+        .to_owned()
+}

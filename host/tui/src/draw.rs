@@ -1,0 +1,292 @@
+//! Rendering an [`App`]: one tab row, the pane in view, one notice row (SPEC §8: nothing
+//! else, so the pane area is exactly what the PTY is told). Recovery appears only as a tab
+//! marker and the chip on the notice row; it never takes a row of its own.
+
+use std::time::Instant;
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+use unicode_width::UnicodeWidthStr;
+
+use crate::app::{App, Mode, Pane, key_table};
+use crate::format::{TAB_WIDTH, tab_label, truncate};
+
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    if area.height < 3 || area.width < 2 {
+        return;
+    }
+    let tabs = Rect { height: 1, ..area };
+    let panes = Rect {
+        y: area.y + 1,
+        height: area.height - 2,
+        ..area
+    };
+    let notice = Rect {
+        y: area.y + area.height - 1,
+        height: 1,
+        ..area
+    };
+    frame.render_widget(Line::from(tab_spans(app)), tabs);
+    if let Some(pane) = app.active_pane() {
+        draw_screen(pane.screen.screen(), panes, frame.buffer_mut());
+        let screen = pane.screen.screen();
+        if app.mode == Mode::Normal && pane.alive && !screen.hide_cursor() {
+            let (row, col) = screen.cursor_position();
+            if row < panes.height && col < panes.width {
+                frame.set_cursor_position(Position::new(panes.x + col, panes.y + row));
+            }
+        }
+    }
+    frame.render_widget(notice_line(app, notice.width), notice);
+    if app.mode == Mode::Help {
+        draw_help(frame, app, panes);
+    }
+}
+
+fn tab_spans(app: &App) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for (index, pane) in app.panes.iter().enumerate() {
+        let label = tab_label(
+            index + 1,
+            &pane.title,
+            pane.unread,
+            pane.marker().as_deref(),
+            TAB_WIDTH,
+        );
+        let mut style = Style::new();
+        if index == app.active {
+            style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        } else if !pane.alive {
+            style = style.add_modifier(Modifier::DIM);
+        }
+        if pane.unread {
+            style = style.fg(Color::Yellow);
+        }
+        spans.push(Span::styled(format!(" {label} "), style));
+        spans.push(Span::raw("│"));
+    }
+    spans
+}
+
+/// The notice row: what the keyboard is waiting for, else the pane's recovery chip and the
+/// latest notice, else a hint to the help.
+fn notice_line(app: &App, width: u16) -> Line<'static> {
+    let width = usize::from(width);
+    let prompt = match app.mode {
+        Mode::Leader => Some(format!("{} … (? for help)", app.leader)),
+        Mode::ConfirmClose(_) => {
+            Some("close this pane? y closes, any other key keeps it".to_owned())
+        }
+        Mode::Scrollback(offset) => Some(format!(
+            "scrollback: {offset} lines up · PgUp PgDn ↑ ↓ · q leaves"
+        )),
+        Mode::Normal | Mode::Help => None,
+    };
+    if let Some(prompt) = prompt {
+        return Line::from(Span::styled(
+            truncate(&prompt, width),
+            Style::new().add_modifier(Modifier::REVERSED),
+        ));
+    }
+    let mut spans = Vec::new();
+    let mut used = 0;
+    if let Some(pane) = app.active_pane() {
+        if !pane.alive {
+            spans.push(Span::styled(
+                "exited · ",
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+            used += "exited · ".width();
+        }
+        if let Some(recovery) = &pane.recovery {
+            let chip = truncate(&recovery.chip(), width.saturating_sub(used));
+            used += chip.width();
+            spans.push(Span::styled(
+                chip,
+                Style::new().fg(Color::Black).bg(Color::Yellow),
+            ));
+        }
+    }
+    match app.notice(Instant::now()) {
+        Some(notice) => {
+            let gap = if used > 0 { "  " } else { "" };
+            let text = truncate(&format!("{gap}{notice}"), width.saturating_sub(used));
+            spans.push(Span::styled(
+                text,
+                Style::new().add_modifier(Modifier::BOLD),
+            ));
+        }
+        None if used == 0 => {
+            let hint = format!("{} ? for help", app.leader);
+            spans.push(Span::styled(
+                truncate(&hint, width),
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
+        None => {}
+    }
+    Line::from(spans)
+}
+
+/// The emulator's screen, cell by cell, at the scrollback position it is at.
+fn draw_screen(screen: &vt100::Screen, area: Rect, buffer: &mut Buffer) {
+    for row in 0..area.height {
+        for col in 0..area.width {
+            let Some(cell) = screen.cell(row, col) else {
+                continue;
+            };
+            if cell.is_wide_continuation() {
+                continue;
+            }
+            let target = &mut buffer[(area.x + col, area.y + row)];
+            if cell.has_contents() {
+                target.set_symbol(cell.contents());
+            } else {
+                target.set_symbol(" ");
+            }
+            target.set_style(cell_style(cell));
+        }
+    }
+}
+
+fn cell_style(cell: &vt100::Cell) -> Style {
+    let mut style = Style::new()
+        .fg(color(cell.fgcolor()))
+        .bg(color(cell.bgcolor()));
+    let mut modifiers = Modifier::empty();
+    for (on, modifier) in [
+        (cell.bold(), Modifier::BOLD),
+        (cell.dim(), Modifier::DIM),
+        (cell.italic(), Modifier::ITALIC),
+        (cell.underline(), Modifier::UNDERLINED),
+        (cell.inverse(), Modifier::REVERSED),
+    ] {
+        if on {
+            modifiers |= modifier;
+        }
+    }
+    style = style.add_modifier(modifiers);
+    style
+}
+
+fn color(color: vt100::Color) -> Color {
+    match color {
+        vt100::Color::Default => Color::Reset,
+        vt100::Color::Idx(index) => Color::Indexed(index),
+        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+    }
+}
+
+fn draw_help(frame: &mut Frame, app: &App, panes: Rect) {
+    let table = key_table(app.leader);
+    let key_width = table.iter().map(|(key, _)| key.width()).max().unwrap_or(0);
+    let lines: Vec<Line> = table
+        .iter()
+        .map(|(key, what)| Line::from(format!(" {key:<key_width$}  {what} ")))
+        .collect();
+    let width = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 2;
+    let height = lines.len() as u16 + 2;
+    let area = Rect {
+        x: panes.x + panes.width.saturating_sub(width) / 2,
+        y: panes.y + panes.height.saturating_sub(height) / 2,
+        width: width.min(panes.width),
+        height: height.min(panes.height),
+    };
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(" nightcrow keys · any key closes ")),
+        area,
+    );
+}
+
+/// What the pane in view expects of the person's terminal, so its keys arrive as the
+/// program asked (arrow keys in application mode, bracketed paste, mouse reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InputModes {
+    application_cursor: bool,
+    application_keypad: bool,
+    bracketed_paste: bool,
+    mouse: vt100::MouseProtocolMode,
+    mouse_encoding: vt100::MouseProtocolEncoding,
+}
+
+impl InputModes {
+    pub fn of(pane: Option<&Pane>, mode: Mode) -> InputModes {
+        match pane {
+            Some(pane) if mode == Mode::Normal && pane.alive => {
+                let screen = pane.screen.screen();
+                InputModes {
+                    application_cursor: screen.application_cursor(),
+                    application_keypad: screen.application_keypad(),
+                    bracketed_paste: screen.bracketed_paste(),
+                    mouse: screen.mouse_protocol_mode(),
+                    mouse_encoding: screen.mouse_protocol_encoding(),
+                }
+            }
+            _ => InputModes::default(),
+        }
+    }
+
+    /// The escape sequences that take a terminal from `self` to `next`.
+    pub fn switch_to(self, next: InputModes) -> String {
+        let mut out = String::new();
+        let flag = |out: &mut String, mode: &str, on: bool| {
+            out.push_str(&format!("\x1b[?{mode}{}", if on { 'h' } else { 'l' }))
+        };
+        if self.application_cursor != next.application_cursor {
+            flag(&mut out, "1", next.application_cursor);
+        }
+        if self.application_keypad != next.application_keypad {
+            out.push_str(if next.application_keypad {
+                "\x1b="
+            } else {
+                "\x1b>"
+            });
+        }
+        if self.bracketed_paste != next.bracketed_paste {
+            flag(&mut out, "2004", next.bracketed_paste);
+        }
+        if self.mouse != next.mouse {
+            if let Some(mode) = mouse_mode(self.mouse) {
+                flag(&mut out, mode, false);
+            }
+            if let Some(mode) = mouse_mode(next.mouse) {
+                flag(&mut out, mode, true);
+            }
+        }
+        if self.mouse_encoding != next.mouse_encoding {
+            if let Some(mode) = mouse_encoding(self.mouse_encoding) {
+                flag(&mut out, mode, false);
+            }
+            if let Some(mode) = mouse_encoding(next.mouse_encoding) {
+                flag(&mut out, mode, true);
+            }
+        }
+        out
+    }
+}
+
+fn mouse_mode(mode: vt100::MouseProtocolMode) -> Option<&'static str> {
+    use vt100::MouseProtocolMode as M;
+    match mode {
+        M::None => None,
+        M::Press => Some("9"),
+        M::PressRelease => Some("1000"),
+        M::ButtonMotion => Some("1002"),
+        M::AnyMotion => Some("1003"),
+    }
+}
+
+fn mouse_encoding(encoding: vt100::MouseProtocolEncoding) -> Option<&'static str> {
+    use vt100::MouseProtocolEncoding as E;
+    match encoding {
+        E::Default => None,
+        E::Utf8 => Some("1005"),
+        E::Sgr => Some("1006"),
+    }
+}

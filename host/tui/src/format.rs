@@ -1,0 +1,280 @@
+//! What the tab row and the notice row say about a pane: its tab label with the recovery
+//! marker, and the recovery chip (SPEC §8). Pure text, measured in terminal columns, so that
+//! it is table-tested without a terminal.
+
+use chrono::TimeZone;
+use nightcrow_hub::RecoveryReport;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// Widest a tab label may be, marker included; longer titles are cut, never the marker.
+pub const TAB_WIDTH: usize = 28;
+/// Widest the plugin's detail text may be inside the chip.
+pub const DETAIL_WIDTH: usize = 40;
+
+/// A recovery report as the screen shows it: the deadline already turned into the local
+/// `HH:MM` it is drawn as (no deadline, no time: never a guess).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    pub state: String,
+    pub detail: Option<String>,
+    pub until: Option<String>,
+    pub attempt: u32,
+}
+
+impl Recovery {
+    /// The report with its deadline in `zone` (the TUI passes `chrono::Local`).
+    pub fn from_report<Tz: TimeZone>(report: &RecoveryReport, zone: &Tz) -> Recovery {
+        Recovery {
+            state: report.state.clone(),
+            detail: report.detail.clone(),
+            until: report
+                .deadline_epoch
+                .and_then(|epoch| zone.timestamp_opt(epoch, 0).single())
+                .map(|time| time.naive_local().format("%H:%M").to_string()),
+            attempt: report.attempt,
+        }
+    }
+
+    /// The tab marker: `⏳HH:MM` for a deadline, `⚠N` for a retry, both when both hold,
+    /// a bare `⏳` when neither does.
+    pub fn marker(&self) -> String {
+        let mut marker = String::new();
+        if let Some(until) = &self.until {
+            marker.push('⏳');
+            marker.push_str(until);
+        }
+        if self.attempt > 0 {
+            marker.push_str(&format!("⚠{}", self.attempt));
+        }
+        if marker.is_empty() {
+            marker.push('⏳');
+        }
+        marker
+    }
+
+    /// The chip on the notice row: `state · until HH:MM · attempt N · detail`, each part
+    /// only when it is known, the detail cut to [`DETAIL_WIDTH`] columns.
+    pub fn chip(&self) -> String {
+        let mut parts = vec![self.state.clone()];
+        if let Some(until) = &self.until {
+            parts.push(format!("until {until}"));
+        }
+        if self.attempt > 0 {
+            parts.push(format!("attempt {}", self.attempt));
+        }
+        if let Some(detail) = self.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+            parts.push(truncate(&single_line(detail), DETAIL_WIDTH));
+        }
+        parts.join(" · ")
+    }
+}
+
+/// Whether a report means recovery is under way (the pane gets a marker and a chip). A
+/// plugin that settles a pane says `idle`; the hub says `cancelled` when a hold ends.
+pub fn is_active(report: &RecoveryReport) -> bool {
+    !matches!(report.state.as_str(), "idle" | "cancelled")
+}
+
+/// One tab: `N:title` then `!` when the pane wants attention unseen, then the marker; the
+/// title is cut so that the whole fits in `width` columns with the marker intact.
+pub fn tab_label(
+    number: usize,
+    title: &str,
+    unread: bool,
+    marker: Option<&str>,
+    width: usize,
+) -> String {
+    let prefix = format!("{number}:");
+    let mut suffix = String::new();
+    if unread {
+        suffix.push('!');
+    }
+    if let Some(marker) = marker {
+        suffix.push_str(marker);
+    }
+    let room = width.saturating_sub(prefix.width() + suffix.width());
+    format!("{prefix}{}{suffix}", truncate(&single_line(title), room))
+}
+
+/// `text` cut to at most `width` columns, with `…` standing for what was cut. Wide
+/// characters are never split.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// Control characters (a plugin's text could hold any) drawn as spaces, so one label is
+/// one row.
+fn single_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::FixedOffset;
+
+    fn report(deadline: Option<i64>, attempt: u32, detail: Option<&str>) -> RecoveryReport {
+        RecoveryReport {
+            pane: 1,
+            state: "waiting_for_reset".to_owned(),
+            detail: detail.map(str::to_owned),
+            deadline_epoch: deadline,
+            attempt,
+        }
+    }
+
+    #[test]
+    fn deadlines_are_drawn_in_the_zone_given() {
+        // 2026-02-23 23:48:47 UTC.
+        let epoch = 1_771_890_527;
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let tokyo = FixedOffset::east_opt(9 * 3600).unwrap();
+        let until = |zone| Recovery::from_report(&report(Some(epoch), 0, None), &zone).until;
+        assert_eq!(until(utc).as_deref(), Some("23:48"));
+        assert_eq!(until(tokyo).as_deref(), Some("08:48"));
+        assert_eq!(
+            Recovery::from_report(&report(None, 0, None), &utc).until,
+            None
+        );
+    }
+
+    #[test]
+    fn markers_and_chips() {
+        #[track_caller]
+        fn check(
+            until: Option<&str>,
+            attempt: u32,
+            detail: Option<&str>,
+            marker: &str,
+            chip: &str,
+        ) {
+            let recovery = Recovery {
+                state: "waiting_for_reset".to_owned(),
+                detail: detail.map(str::to_owned),
+                until: until.map(str::to_owned),
+                attempt,
+            };
+            assert_eq!(recovery.marker(), marker);
+            assert_eq!(recovery.chip(), chip);
+        }
+        check(
+            Some("14:05"),
+            0,
+            Some("usage limit"),
+            "⏳14:05",
+            "waiting_for_reset · until 14:05 · usage limit",
+        );
+        check(None, 0, None, "⏳", "waiting_for_reset");
+        check(
+            None,
+            2,
+            Some("backoff"),
+            "⚠2",
+            "waiting_for_reset · attempt 2 · backoff",
+        );
+        check(
+            Some("09:00"),
+            3,
+            None,
+            "⏳09:00⚠3",
+            "waiting_for_reset · until 09:00 · attempt 3",
+        );
+        check(None, 0, Some("   "), "⏳", "waiting_for_reset");
+        check(
+            None,
+            0,
+            Some("two\nlines"),
+            "⏳",
+            "waiting_for_reset · two lines",
+        );
+        let long = "x".repeat(DETAIL_WIDTH + 10);
+        let chip = Recovery {
+            state: "backoff".into(),
+            detail: Some(long),
+            until: None,
+            attempt: 0,
+        }
+        .chip();
+        assert_eq!(chip.width(), "backoff · ".width() + DETAIL_WIDTH, "{chip}");
+        assert!(chip.ends_with('…'), "{chip}");
+    }
+
+    #[test]
+    fn only_settled_states_end_recovery() {
+        let mut r = report(None, 0, None);
+        assert!(is_active(&r));
+        for settled in ["idle", "cancelled"] {
+            r.state = settled.to_owned();
+            assert!(!is_active(&r), "{settled}");
+        }
+        r.state = "needs_attention".to_owned();
+        assert!(is_active(&r));
+    }
+
+    #[test]
+    fn tab_labels_keep_the_marker_and_cut_the_title() {
+        #[track_caller]
+        fn check(title: &str, unread: bool, marker: Option<&str>, width: usize, expected: &str) {
+            let label = tab_label(2, title, unread, marker, width);
+            assert_eq!(label, expected);
+            assert!(label.width() <= width, "{label} is {} wide", label.width());
+        }
+        check("codex", false, None, 28, "2:codex");
+        check("codex", true, None, 28, "2:codex!");
+        check("codex", false, Some("⏳14:05"), 28, "2:codex⏳14:05");
+        // ⏳ is two columns wide: of 14 columns, `2:` and the marker leave 5 for the title.
+        check(
+            "a-very-long-session-title",
+            false,
+            Some("⏳14:05"),
+            14,
+            "2:a-ve…⏳14:05",
+        );
+        check(
+            "a-very-long-session-title",
+            true,
+            Some("⚠2"),
+            10,
+            "2:a-ve…!⚠2",
+        );
+        // Wide characters are never split: 漢 is two columns.
+        check("漢字漢字漢字", false, None, 9, "2:漢字漢…");
+        check("漢字漢字漢字", false, None, 8, "2:漢字…");
+        // No room for the title at all: the marker still shows.
+        check("codex", false, Some("⏳14:05"), 9, "2:⏳14:05");
+        check("tab\there", false, None, 28, "2:tab here");
+    }
+
+    #[test]
+    fn truncation_counts_columns() {
+        assert_eq!(truncate("hello", 5), "hello");
+        assert_eq!(truncate("hello", 4), "hel…");
+        assert_eq!(truncate("hello", 1), "…");
+        assert_eq!(truncate("hello", 0), "");
+        assert_eq!(
+            truncate("e\u{301}tude", 5),
+            "e\u{301}tude",
+            "a combining mark takes no column"
+        );
+        assert_eq!(truncate("😀😀😀", 5), "😀😀…");
+    }
+}

@@ -1,0 +1,125 @@
+//! The terminal client (`nightcrow attach`, SPEC §8): the panes of one repository hub as
+//! tabs you see and type into, recovery shown as a tab marker and a chip on the notice row.
+//!
+//! It speaks the hub's client protocol only, through an [`Attachment`] (two channels), so
+//! the same client runs over the daemon's socket and on an in-process hub (the demo). Each
+//! pane has its own terminal emulator (`vt100`); the screen is drawn with ratatui at most
+//! [`FRAMES_PER_SECOND`] times a second however fast output arrives, and keys reach the
+//! pane as the raw bytes the terminal sent.
+//!
+//! It refuses to fall behind the hub: frames are read as fast as they come, and a pane
+//! whose output outruns its emulator is skipped ahead to its latest output (see
+//! `docs/tui.md`). It never changes a pane's geometry for recovery, and it leaves the
+//! person's terminal as it found it on every way out: detach, the daemon going away,
+//! SIGTERM, SIGHUP, a panic.
+#![forbid(unsafe_code)]
+
+mod app;
+mod draw;
+pub mod format;
+mod keys;
+mod terminal;
+
+use std::time::{Duration, Instant};
+
+use nightcrow_config::LeaderKey;
+use nightcrow_hub::{ClientRequest, Frame};
+use tokio::sync::mpsc;
+
+pub use app::{App, Mode, Outcome, PaneSize, key_table};
+
+/// Most redraws a second.
+pub const FRAMES_PER_SECOND: u32 = 60;
+/// Most output bytes fed to the emulators between two looks at the keyboard.
+const PARSE_BUDGET: usize = 256 * 1024;
+
+/// The client's two ends of a hub attachment: frames from it, requests to it.
+pub struct Attachment {
+    pub frames: mpsc::UnboundedReceiver<Frame>,
+    pub requests: mpsc::UnboundedSender<ClientRequest>,
+}
+
+/// How the TUI starts.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub leader: LeaderKey,
+    /// Open a shell pane once attached (the hub had none).
+    pub create_first_pane: bool,
+}
+
+/// Takes over the terminal until the person detaches, the hub's stream ends, the process
+/// is told to stop or every pane is gone; the terminal is restored before it returns.
+///
+/// Run it with `Runtime::block_on` of a multi-thread runtime: the loop runs on the
+/// calling thread, so whatever feeds the attachment keeps reading while it draws.
+pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Outcome> {
+    let mut screen = terminal::Screen::enter()?;
+    let mut inputs = terminal::inputs()?;
+    let Attachment {
+        mut frames,
+        requests,
+    } = attachment;
+    let (rows, cols) = screen.size()?;
+    let mut app = App::new(
+        options.leader,
+        PaneSize::of_terminal(rows, cols),
+        options.create_first_pane,
+    );
+    let frame_time = Duration::from_secs(1) / FRAMES_PER_SECOND;
+    let mut last_draw = Instant::now() - frame_time;
+    let send = |batch: Vec<ClientRequest>| {
+        for request in batch {
+            // A closed link ends the frames too; the loop notices there.
+            let _ = requests.send(request);
+        }
+    };
+    let outcome = loop {
+        let now = Instant::now();
+        let wake = if app.has_pending_output() {
+            now
+        } else if app.dirty {
+            last_draw + frame_time
+        } else {
+            app.notice_expiry()
+                .unwrap_or(now + Duration::from_secs(3600))
+        };
+        tokio::select! {
+            biased;
+            input = inputs.next() => match input {
+                terminal::Input::Bytes(bytes) => send(app.on_input(&bytes)),
+                terminal::Input::Resized => {
+                    let (rows, cols) = screen.size()?;
+                    send(app.resize(PaneSize::of_terminal(rows, cols)));
+                }
+                terminal::Input::Stop => break Outcome::Signalled,
+            },
+            frame = frames.recv() => match frame {
+                Some(frame) => {
+                    send(app.on_frame(frame));
+                    // Take everything already queued: reading is cheap, parsing waits.
+                    while let Ok(frame) = frames.try_recv() {
+                        send(app.on_frame(frame));
+                    }
+                }
+                None => break Outcome::Closed,
+            },
+            () = tokio::time::sleep_until(wake.into()) => {}
+        }
+        if app.has_pending_output() {
+            app.parse_pending(PARSE_BUDGET);
+            // Let the readers run between rounds of parsing.
+            tokio::task::yield_now().await;
+        }
+        if let Some(outcome) = app.outcome.clone() {
+            break outcome;
+        }
+        let now = Instant::now();
+        app.clear_expired_notice(now);
+        if app.dirty && now >= last_draw + frame_time {
+            screen.draw(&mut app)?;
+            last_draw = now;
+        }
+    };
+    drop(screen);
+    Ok(outcome)
+}

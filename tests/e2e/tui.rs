@@ -1,0 +1,518 @@
+//! `nightcrow attach` in a real terminal: the binary runs inside a private tmux server,
+//! keys go in with `send-keys`, and what a person would see is read with `capture-pane`.
+//! Each test has its own `NIGHTCROW_HOME`; `attach` starts the daemon there by itself.
+//!
+//! tmux is required: `.ci/run` installs it. Outside CI a machine without tmux skips these
+//! tests with a message (under CI they fail instead).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nightcrow_test_plugin_artifacts as guests;
+
+use crate::util::nightcrow;
+
+/// Long enough for anything here unless it is broken; used only to detect hangs.
+const PATIENCE: Duration = Duration::from_secs(40);
+
+/// A tmux server of its own running `nightcrow attach` (or another nightcrow command).
+struct Tui {
+    server: String,
+    home: tempfile::TempDir,
+    repo: tempfile::TempDir,
+}
+
+impl Tui {
+    /// `None` (after saying why) when tmux is missing outside CI.
+    fn attach(config: &str) -> Option<Tui> {
+        Tui::run(config, "attach", 100, 30)
+    }
+
+    fn run(config: &str, args: &str, width: u16, height: u16) -> Option<Tui> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "tmux is not installed");
+            eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+            return None;
+        }
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let name = format!(
+            "nightcrow-tui-{}",
+            home.path().file_name().unwrap().to_string_lossy()
+        );
+        let tui = Tui {
+            server: name,
+            home,
+            repo,
+        };
+        // The same environment `util::nightcrow` gives a command, passed through tmux.
+        let probe = nightcrow(tui.home.path());
+        let mut command = tui.tmux();
+        command.args([
+            "new-session",
+            "-d",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+        command.arg("-c").arg(tui.repo.path());
+        for (key, value) in probe.get_envs() {
+            if let Some(value) = value {
+                command.arg("-e").arg(format!(
+                    "{}={}",
+                    key.to_string_lossy(),
+                    value.to_string_lossy()
+                ));
+            }
+        }
+        // Local time is UTC here, so a deadline is drawn as a known HH:MM.
+        command.args(["-e", "TZ=UTC"]);
+        // After nightcrow ends: its exit code and the terminal's modes, for the restore tests.
+        command.arg(format!(
+            "{} {args}; echo EXITED $?; stty -a | tr ' ' '\\n' | grep -x -e '-\\?icanon' -e '-\\?echo'; exec sleep 600",
+            env!("CARGO_BIN_EXE_nightcrow")
+        ));
+        let started = command.status().unwrap();
+        assert!(started.success(), "tmux did not start");
+        Some(tui)
+    }
+
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.server, "-f", "/dev/null"]);
+        command
+    }
+
+    /// Keys as `send-keys` names them (`C-f`, `Enter`, `PageUp`) or literal words.
+    fn keys(&self, keys: &[&str]) {
+        let status = self.tmux().arg("send-keys").args(keys).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Types `line` literally, then Enter.
+    fn type_line(&self, line: &str) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-l", line])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.keys(&["Enter"]);
+    }
+
+    fn leader(&self, key: &str) {
+        self.keys(&["C-f"]);
+        self.keys(&[key]);
+    }
+
+    fn screen(&self) -> String {
+        let output = self.tmux().args(["capture-pane", "-p"]).output().unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn display(&self, format: &str) -> String {
+        let output = self
+            .tmux()
+            .args(["display", "-p", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// Waits until the screen satisfies `done`; returns that screen.
+    #[track_caller]
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        self.wait_within(PATIENCE, what, done)
+    }
+
+    #[track_caller]
+    fn wait_within(&self, patience: Duration, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            if started.elapsed() > patience {
+                panic!(
+                    "never saw {what}; the screen:\n{screen}\n--- daemon log ---\n{}",
+                    std::fs::read_to_string(self.home.path().join("daemon.log"))
+                        .unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[track_caller]
+    fn wait_for_text(&self, text: &str) -> String {
+        self.wait_for(&format!("{text:?}"), |screen| screen.contains(text))
+    }
+
+    /// The pane area as text: the screen less its tab row and notice row.
+    fn pane_text(screen: &str) -> String {
+        let lines: Vec<&str> = screen.lines().collect();
+        lines[1..lines.len().saturating_sub(1)].join("\n")
+    }
+
+    /// Waits for nightcrow to end; checks the terminal came back as it was: the main
+    /// screen, canonical mode, echo on.
+    #[track_caller]
+    fn assert_ended_and_restored(&self) -> String {
+        let screen = self.wait_for("nightcrow to end", |screen| {
+            screen.contains("EXITED") && screen.lines().any(|line| line.ends_with("echo"))
+        });
+        assert_eq!(self.display("#{alternate_on}"), "0", "{screen}");
+        let modes: Vec<&str> = screen
+            .lines()
+            .filter(|line| line.ends_with("icanon") || line.ends_with("echo"))
+            .collect();
+        assert_eq!(modes, ["icanon", "echo"], "raw mode left on:\n{screen}");
+        screen
+    }
+
+    fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.repo.path().canonicalize().unwrap()
+    }
+
+    /// The pid of the process tmux started (nightcrow itself runs as its child).
+    fn client_pid(&self) -> u32 {
+        let shell = self.display("#{pane_pid}");
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        children
+            .split_whitespace()
+            .next()
+            .expect("nightcrow runs")
+            .parse()
+            .unwrap()
+    }
+
+    fn daemon_pid(&self) -> Option<u32> {
+        let lock = std::fs::read_to_string(self.home().join("daemon.lock")).ok()?;
+        lock.trim().parse().ok()
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").status();
+        let _ = nightcrow(self.home()).arg("stop").output();
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args(["-s", name, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A config whose panes run in a plain POSIX shell, so no profile prints anything.
+const PLAIN_SHELL: &str = "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\"]\n";
+
+#[test]
+fn attach_types_switches_panes_detaches_and_comes_back() {
+    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+        return;
+    };
+    tui.wait_for("the first pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    tui.type_line("echo hi-$((40+2))");
+    tui.wait_for_text("hi-42");
+
+    tui.leader("c");
+    tui.wait_for("a second tab", |screen| screen.contains("2:shell"));
+    tui.type_line("echo two-$((1+1))");
+    let second = tui.wait_for_text("two-2");
+    assert!(!Tui::pane_text(&second).contains("hi-42"), "{second}");
+
+    tui.leader("1");
+    let first = tui.wait_for("the first pane again", |screen| {
+        Tui::pane_text(screen).contains("hi-42")
+    });
+    assert!(!Tui::pane_text(&first).contains("two-2"), "{first}");
+    tui.leader("n");
+    tui.wait_for("the second pane again", |screen| {
+        Tui::pane_text(screen).contains("two-2")
+    });
+    tui.leader("p");
+    tui.wait_for("the first pane by p", |screen| {
+        Tui::pane_text(screen).contains("hi-42")
+    });
+
+    // The help lists the keys; any key closes it.
+    tui.leader("?");
+    tui.wait_for_text("detach (panes keep running)");
+    tui.keys(&["q"]);
+    tui.wait_for("the help to close", |screen| {
+        !screen.contains("detach (panes keep running)")
+    });
+
+    tui.leader("d");
+    let detached = tui.assert_ended_and_restored();
+    assert!(detached.contains("detached from"), "{detached}");
+    assert!(detached.contains("EXITED 0"), "{detached}");
+
+    // Both panes kept running; re-attaching shows the screen as it was.
+    tui.tmux()
+        .args(["respawn-pane", "-k"])
+        .arg(format!("{} attach", env!("CARGO_BIN_EXE_nightcrow")))
+        .status()
+        .unwrap();
+    let back = tui.wait_for("the replayed screen", |screen| {
+        Tui::pane_text(screen).contains("hi-42")
+    });
+    assert!(back.starts_with(" 1:shell │ 2:shell"), "{back}");
+    tui.leader("2");
+    tui.wait_for("the second pane's replay", |screen| {
+        Tui::pane_text(screen).contains("two-2")
+    });
+}
+
+#[test]
+fn full_screen_programs_render_and_the_pane_follows_resizes() {
+    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+        return;
+    };
+    tui.wait_for("the first pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    tui.type_line("seq 1 500 | less");
+    let less = tui.wait_for("less", |screen| {
+        screen.lines().nth(1) == Some("1") && screen.contains("\n27\n")
+    });
+    assert_eq!(tui.display("#{alternate_on}"), "1", "{less}");
+    tui.keys(&["q"]);
+    let after = tui.wait_for("the shell after less", |screen| {
+        screen.contains("seq 1 500 | less\n")
+    });
+    assert!(
+        !after.contains("\n27\n"),
+        "less left its screen behind:\n{after}"
+    );
+
+    tui.type_line("vim -u NONE -N notes.txt");
+    tui.wait_for_text("\"notes.txt\" [New]");
+    tui.keys(&["i"]);
+    tui.tmux()
+        .args(["send-keys", "-l", "written in vim 漢字"])
+        .status()
+        .unwrap();
+    tui.keys(&["Escape"]);
+    tui.wait_for_text("written in vim 漢字");
+    tui.type_line(":wq");
+    tui.wait_for("the shell after vim", |screen| {
+        !screen.contains("written in vim")
+    });
+    let saved = std::fs::read_to_string(tui.repo().join("notes.txt")).unwrap();
+    assert_eq!(saved, "written in vim 漢字\n");
+
+    // The pane area is the window less the tab row and the notice row.
+    tui.type_line("stty size");
+    tui.wait_for_text("\n28 100\n");
+    tui.tmux()
+        .args(["resize-window", "-x", "72", "-y", "20"])
+        .status()
+        .unwrap();
+    tui.type_line("clear; stty size");
+    tui.wait_for_text("\n18 72\n");
+}
+
+/// Two watched panes: one whose plugin reports a deadline, one whose plugin reports none;
+/// the second also calls for attention while the first is in view.
+const RECOVERY: &str = r#"
+[shell]
+program = "/bin/sh"
+command_args = ["-c"]
+
+[[plugin]]
+name = "timed"
+command = "SCRIPTED"
+enabled = true
+args = ["exit_status=waiting_for_reset"]
+
+[[plugin]]
+name = "untimed"
+command = "SCRIPTED"
+enabled = true
+args = ["exit_status=backoff", "no_deadline", "attention_on=PING"]
+
+[[startup_command]]
+name = "timed"
+command = "echo timed-ready; read go; exit 0"
+plugin = "timed"
+
+[[startup_command]]
+name = "untimed"
+command = "echo untimed-ready; while [ ! -e ping ]; do sleep 0.1; done; echo PING; read go; exit 0"
+plugin = "untimed"
+"#;
+
+#[test]
+fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() {
+    let config = RECOVERY.replace("SCRIPTED", guests::SCRIPTED_WASM);
+    let Some(tui) = Tui::attach(&config) else {
+        return;
+    };
+    tui.wait_for("both startup panes", |screen| {
+        screen.starts_with(" 1:timed │ 2:untimed")
+    });
+    tui.wait_for_text("timed-ready");
+
+    // Attention on the pane not in view marks its tab until it is viewed.
+    std::fs::write(tui.repo().join("ping"), "").unwrap();
+    tui.wait_for("the unread mark", |screen| {
+        screen.starts_with(" 1:timed │ 2:untimed! │")
+    });
+    tui.leader("2");
+    tui.wait_for("PING in view", |screen| {
+        Tui::pane_text(screen).contains("PING")
+    });
+    tui.wait_for("the mark cleared", |screen| {
+        screen.starts_with(" 1:timed │ 2:untimed │")
+    });
+
+    // The untimed pane exits: held, a marker with the attempt but no time.
+    tui.type_line("go");
+    let untimed = tui.wait_for("the untimed marker", |screen| {
+        screen.contains("2:untimed⚠1 ")
+    });
+    let chip = untimed.lines().last().unwrap();
+    assert!(
+        chip.contains("exited · backoff · attempt 1 · scripted"),
+        "{untimed}"
+    );
+    assert!(!chip.contains("until"), "no deadline, no time: {untimed}");
+
+    // The timed pane exits: its deadline (1771890527 is 23:48 UTC) and attempt.
+    tui.leader("1");
+    tui.wait_for("the timed pane", |screen| {
+        Tui::pane_text(screen).contains("timed-ready")
+    });
+    tui.type_line("go");
+    let timed = tui.wait_for("the timed marker", |screen| {
+        screen.contains("1:timed⏳23:48⚠1 ")
+    });
+    let chip = timed.lines().last().unwrap();
+    assert!(
+        chip.contains("waiting_for_reset · until 23:48 · attempt 1 · scripted"),
+        "{timed}"
+    );
+
+    // Leader r cancels the hold: the exited pane's tab goes.
+    tui.leader("r");
+    tui.wait_for("the cancelled hold's tab to go", |screen| {
+        screen.starts_with(" 1:untimed⚠1 │") && !screen.contains("timed⏳")
+    });
+    let status = nightcrow(tui.home()).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
+}
+
+#[test]
+fn a_flooding_pane_leaves_the_tui_responsive_and_attached() {
+    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+        return;
+    };
+    tui.wait_for("the first pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    tui.leader("c");
+    tui.wait_for("a second tab", |screen| screen.contains("2:shell"));
+    tui.type_line("echo quiet-pane");
+    tui.wait_for_text("quiet-pane");
+    tui.leader("1");
+    tui.type_line("timeout 10 yes flood-line; echo flood-over");
+    tui.wait_for_text("flood-line");
+    // Switching tabs works while the flood runs.
+    let started = Instant::now();
+    let mut switches = 0;
+    while started.elapsed() < Duration::from_secs(6) {
+        tui.leader("2");
+        tui.wait_for("the quiet pane during the flood", |screen| {
+            Tui::pane_text(screen).contains("quiet-pane")
+        });
+        tui.leader("1");
+        tui.wait_for("the flood in view", |screen| {
+            Tui::pane_text(screen).contains("flood-line")
+        });
+        switches += 1;
+    }
+    assert!(
+        switches >= 2,
+        "only {switches} round trips of tab switching in 6 s"
+    );
+    tui.wait_for_text("flood-over");
+    // Still attached: the same client takes input and draws it.
+    tui.type_line("clear; echo after-$((6*7))");
+    tui.wait_for_text("after-42");
+    assert!(!tui.screen().contains("EXITED"));
+    let log = std::fs::read_to_string(tui.home().join("daemon.log")).unwrap_or_default();
+    assert!(!log.contains("fell behind"), "{log}");
+}
+
+#[test]
+fn the_terminal_is_restored_after_sigterm_and_after_the_daemon_dies() {
+    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+        return;
+    };
+    tui.wait_for("the first pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    assert_eq!(tui.display("#{alternate_on}"), "1");
+    signal(tui.client_pid(), "TERM");
+    let ended = tui.assert_ended_and_restored();
+    assert!(ended.contains("stopped by a signal"), "{ended}");
+
+    tui.tmux()
+        .args(["respawn-pane", "-k"])
+        .arg(format!(
+            "{} attach; echo EXITED $?; stty -a | tr ' ' '\\n' | grep -x -e '-\\?icanon' -e '-\\?echo'; exec sleep 600",
+            env!("CARGO_BIN_EXE_nightcrow")
+        ))
+        .status()
+        .unwrap();
+    tui.wait_for("the pane again", |screen| screen.starts_with(" 1:shell"));
+    signal(tui.daemon_pid().expect("the daemon's pid"), "KILL");
+    let ended = tui.assert_ended_and_restored();
+    assert!(
+        ended.contains("the daemon closed the connection"),
+        "{ended}"
+    );
+}
+
+#[test]
+fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_as_a_new_tab() {
+    let Some(tui) = Tui::run("", "demo", 100, 30) else {
+        return;
+    };
+    let waiting = tui.wait_for("the countdown marker", |screen| {
+        screen.starts_with(" 1:codex⏳")
+    });
+    assert!(waiting.contains("You've hit your usage limit"), "{waiting}");
+    tui.wait_for_text("waiting_for_reset · until ");
+    // The stand-in's limit resets in 10 s, and the plugin waits 30 s more.
+    let relaunched = tui.wait_within(Duration::from_secs(120), "the relaunched tab", |screen| {
+        screen.contains("carrying on")
+    });
+    assert!(
+        relaunched.starts_with(" 1:codex │"),
+        "the held pane's tab is gone:\n{relaunched}"
+    );
+    let ended = tui.assert_ended_and_restored();
+    assert!(
+        ended.contains("recovered: the session was resumed in pane 2."),
+        "{ended}"
+    );
+    assert!(ended.contains("EXITED 0"), "{ended}");
+}
