@@ -326,6 +326,20 @@ fn full_screen_programs_render_and_the_pane_follows_resizes() {
         .unwrap();
     tui.type_line("clear; stty size");
     tui.wait_for_text("\n18 72\n");
+
+    // Scrollback mode shows history the screen has scrolled past, and q leaves it.
+    tui.type_line("seq 1000 1100");
+    tui.wait_for_text("\n1100\n");
+    tui.leader("[");
+    tui.keys(&["PageUp", "PageUp"]);
+    let history = tui.wait_for("history in scrollback mode", |screen| {
+        screen.contains("\n1066\n") && screen.contains("scrollback: 34 lines up")
+    });
+    assert!(!history.contains("\n1100\n"), "{history}");
+    tui.keys(&["q"]);
+    tui.wait_for("the live screen again", |screen| {
+        screen.contains("\n1100\n") && !screen.contains("scrollback:")
+    });
 }
 
 /// Two watched panes: one whose plugin reports a deadline, one whose plugin reports none;
