@@ -48,3 +48,16 @@ fn an_explicit_config_path_wins_over_nightcrow_home() {
     assert!(elsewhere.exists());
     assert!(!home.path().join("config.toml").exists());
 }
+
+#[test]
+fn help_lists_attach_and_attach_needs_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let help = nightcrow(home.path(), &["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("\n  attach "), "{help}");
+    // Here stdout is a pipe: refused with a reason, and no daemon was started for nothing.
+    let attach = nightcrow(home.path(), &["attach"]);
+    assert_eq!(attach.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&attach.stderr).contains("attach needs a terminal"));
+    assert!(!home.path().join("daemon.lock").exists());
+}
