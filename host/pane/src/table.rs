@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nightcrow_guard::PaneId;
+use nightcrow_guard::{ApprovedRelaunch, ApprovedSendInput, PaneId};
 use nightcrow_protocol::{Generation, Token};
 use tokio::sync::mpsc;
 
@@ -180,10 +180,20 @@ impl PaneTable {
         Ok(id)
     }
 
-    /// Replaces the slot's process with `line` (composed by the guard from the original
-    /// command) under the same token, the next generation and a new [`PaneId`] at the old
-    /// pane's position. Any old process is killed. On failure nothing changes.
-    pub fn relaunch(&mut self, token: &Token, line: &str) -> Result<PaneId, PaneError> {
+    /// Replaces the slot's process with the approved line (composed by the guard from the
+    /// original command) under the same token, the next generation and a new [`PaneId`] at
+    /// the old pane's position. Any old process is killed. On failure nothing changes.
+    ///
+    /// Only the guard's approval relaunches a slot: there is no way to hand the table a
+    /// line of one's own.
+    ///
+    /// ```compile_fail
+    /// # fn relaunch_a_line(table: &mut nightcrow_pane::PaneTable, token: &nightcrow_protocol::Token) {
+    /// table.relaunch(token, "codex resume 42"); // expects an `ApprovedRelaunch`
+    /// # }
+    /// ```
+    pub fn relaunch(&mut self, approved: &ApprovedRelaunch) -> Result<PaneId, PaneError> {
+        let token = approved.target().token();
         let index = self
             .index_of_token(token)
             .ok_or_else(|| PaneError::UnknownToken(token.clone()))?;
@@ -194,6 +204,7 @@ impl PaneTable {
             });
         }
         let id = PaneId::new(self.next_id);
+        let line = approved.line().as_str();
         let process = self.spawn(id, token, Some(line), self.entries[index].size)?;
         self.next_id += 1;
         let entry = &mut self.entries[index];
@@ -236,8 +247,24 @@ impl PaneTable {
         self.entry(pane)?.process.as_ref()?.pid()
     }
 
-    /// Queues `bytes` for the pane's writer thread; never waits for the child to read.
-    pub fn write_input(&self, pane: PaneId, bytes: &[u8]) -> Result<(), PaneError> {
+    /// Queues keys a person typed (a client's `input`) for the pane's writer thread; never
+    /// waits for the child to read. Plugins have their own door, [`send_approved`](Self::send_approved).
+    pub fn write_typed(&self, pane: PaneId, bytes: &[u8]) -> Result<(), PaneError> {
+        self.write(pane, bytes)
+    }
+
+    /// Queues a plugin's input, as the guard approved it, for the approved pane.
+    ///
+    /// ```compile_fail
+    /// # fn send_unapproved(table: &nightcrow_pane::PaneTable, pane: nightcrow_guard::PaneId) {
+    /// table.send_approved(pane, b"rm -rf ~\r"); // expects an `ApprovedSendInput`
+    /// # }
+    /// ```
+    pub fn send_approved(&self, approved: &ApprovedSendInput) -> Result<(), PaneError> {
+        self.write(approved.target().pane(), approved.data().as_bytes())
+    }
+
+    fn write(&self, pane: PaneId, bytes: &[u8]) -> Result<(), PaneError> {
         let entry = self.entry(pane).ok_or(PaneError::UnknownPane(pane))?;
         let process = entry.process.as_ref().ok_or(PaneError::NoProcess(pane))?;
         process.write(pane, bytes)

@@ -6,8 +6,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nightcrow_guard::PaneId;
+use nightcrow_guard::{
+    Approved, ApprovedRelaunch, Guard, GuardLimits, PaneFacts, PaneId, PaneOwner, PaneState,
+    PluginPolicy,
+};
 use nightcrow_pane::{PaneError, PaneEvent, PaneSize, PaneTable, SCROLLBACK_BYTES, Shell};
+use nightcrow_protocol::{Command, Token};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
@@ -17,6 +21,32 @@ fn sh() -> Shell {
     Shell {
         program: PathBuf::from("/bin/sh"),
         command_args: vec!["-c".to_owned()],
+    }
+}
+
+/// A relaunch of `token` to `line`, approved by a real guard: the table takes nothing
+/// else. The line is the launch command the guard is told of, with no resume args.
+fn approved(token: &Token, line: &str) -> ApprovedRelaunch {
+    let policy = PluginPolicy {
+        name: "test".to_owned(),
+        allowed_resume_flags: Vec::new(),
+        watch_on_signal: false,
+    };
+    let command = Command::Relaunch {
+        token: token.clone(),
+        generation: 1,
+        resume_args: Vec::new(),
+    };
+    let facts = PaneFacts {
+        pane: PaneId::new(0),
+        generation: 1,
+        owner: PaneOwner::ThisPlugin,
+        state: PaneState::Exited,
+        launch_command: Some(line),
+    };
+    match Guard::new(GuardLimits::default()).judge(&policy, &command, Some(facts), Instant::now()) {
+        Ok(Approved::Relaunch(relaunch)) => relaunch,
+        other => panic!("the guard refused a plain relaunch: {other:?}"),
     }
 }
 
@@ -132,7 +162,7 @@ fn process_exists(pid: u32) -> bool {
 async fn a_command_reads_input_and_its_output_arrives_as_events() {
     let mut h = Harness::new();
     let pane = h.open("read x; echo got:$x");
-    h.table.write_input(pane, b"hello\n").unwrap();
+    h.table.write_typed(pane, b"hello\n").unwrap();
     let text = h.text_until(pane, "got:hello").await;
     assert!(!text.contains('\u{1b}'), "{text:?}");
 }
@@ -142,9 +172,9 @@ async fn without_a_command_the_shell_runs_interactively() {
     let mut h = Harness::new();
     let pane = h.table.open(None, size()).unwrap();
     assert_eq!(h.table.slot(pane).unwrap().launch_command(), None);
-    h.table.write_input(pane, b"echo $((6*7))\n").unwrap();
+    h.table.write_typed(pane, b"echo $((6*7))\n").unwrap();
     h.text_until(pane, "42").await;
-    h.table.write_input(pane, b"exit 5\n").unwrap();
+    h.table.write_typed(pane, b"exit 5\n").unwrap();
     assert_eq!(h.run_to_exit(pane).await.code, Some(5));
 }
 
@@ -258,7 +288,7 @@ async fn the_pty_has_the_requested_size_and_follows_resizes() {
     h.table
         .resize(pane, PaneSize::new(500, 1100).unwrap())
         .unwrap();
-    h.table.write_input(pane, b"\n").unwrap();
+    h.table.write_typed(pane, b"\n").unwrap();
     h.text_until(pane, "500 1100").await;
 }
 
@@ -294,7 +324,7 @@ async fn the_cap_counts_ptys_not_slots() {
     assert!(h.table.open(None, size()).is_err());
     // A relaunch replaces the slot's own PTY, so it fits under a full cap.
     let token = h.table.slot(first).unwrap().token().clone();
-    let relaunched = h.table.relaunch(&token, "exit 0").unwrap();
+    let relaunched = h.table.relaunch(&approved(&token, "exit 0")).unwrap();
     h.run_to_exit(relaunched).await;
     h.table.release_process(relaunched);
     assert!(
@@ -304,7 +334,7 @@ async fn the_cap_counts_ptys_not_slots() {
     let third = h.open("sleep 1000");
     // The released slot cannot come back while the cap is full.
     assert!(matches!(
-        h.table.relaunch(&token, "exit 0"),
+        h.table.relaunch(&approved(&token, "exit 0")),
         Err(PaneError::TooManyPanes { max: 2 })
     ));
     assert_eq!(h.table.panes(), [relaunched, second, third]);
@@ -332,7 +362,7 @@ async fn relaunches_keep_the_token_and_position_and_the_original_command() {
     for (generation, line) in [(2, "echo second; exit 2"), (3, "echo third; exit 3")] {
         h.run_to_exit(pane).await;
         let old = pane;
-        pane = h.table.relaunch(&token, line).unwrap();
+        pane = h.table.relaunch(&approved(&token, line)).unwrap();
         assert!(!seen.contains(&pane), "pane id {pane} reused");
         seen.push(pane);
         let slot = h.table.slot(pane).unwrap();
@@ -357,7 +387,7 @@ async fn a_failed_spawn_changes_nothing_and_uses_no_id() {
     let token = h.table.slot(first).unwrap().token().clone();
     h.run_to_exit(first).await;
     std::fs::remove_dir(&h.root).unwrap();
-    let error = h.table.relaunch(&token, "exit 0").unwrap_err();
+    let error = h.table.relaunch(&approved(&token, "exit 0")).unwrap_err();
     assert!(
         matches!(error, PaneError::RepoRootNotADirectory { .. }),
         "{error}"
@@ -366,7 +396,7 @@ async fn a_failed_spawn_changes_nothing_and_uses_no_id() {
     assert_eq!(h.table.resolve(&token), Some(first));
     assert_eq!(h.table.slot(first).unwrap().generation(), 1);
     std::fs::create_dir(&h.root).unwrap();
-    let next = h.table.relaunch(&token, "exit 0").unwrap();
+    let next = h.table.relaunch(&approved(&token, "exit 0")).unwrap();
     assert_eq!(next.get(), first.get() + 1);
 
     let (sender, _events) = mpsc::channel(1);
@@ -393,7 +423,7 @@ fn input_to_a_child_that_never_reads_fills_the_queue_without_blocking() {
             .copied()
             .collect::<Vec<u8>>();
         let outcome = loop {
-            match h.table.write_input(pane, &line) {
+            match h.table.write_typed(pane, &line) {
                 Ok(()) => {}
                 Err(error) => break error,
             }
@@ -403,7 +433,7 @@ fn input_to_a_child_that_never_reads_fills_the_queue_without_blocking() {
     });
     let outcome = finished
         .recv_timeout(HANG)
-        .expect("write_input blocked: hang");
+        .expect("write_typed blocked: hang");
     assert!(outcome.contains("input queue is full"), "{outcome}");
 }
 
@@ -457,7 +487,7 @@ async fn a_quiet_pane_is_reported_idle_once_per_quiet_period() {
 
     // Waiting for the deadline itself is what the hub does.
     let printing = h.open("read x; echo tick; sleep 1000");
-    h.table.write_input(printing, b"\n").unwrap();
+    h.table.write_typed(printing, b"\n").unwrap();
     h.text_until(printing, "tick").await;
     let deadline = h.table.next_idle_deadline().unwrap();
     tokio::time::sleep_until(deadline.into()).await;
@@ -552,14 +582,14 @@ async fn a_retired_slot_stops_resolving_and_goes_with_its_process() {
     h.run_to_exit(released).await;
     h.table.release_process(released);
     assert!(matches!(
-        h.table.write_input(released, b"x"),
+        h.table.write_typed(released, b"x"),
         Err(PaneError::NoProcess(_))
     ));
     h.table.retire_slot(&tokens[1]);
     assert_eq!(h.table.resolve(&tokens[1]), None);
     assert_eq!(h.table.panes(), [kept]);
     assert!(matches!(
-        h.table.relaunch(&tokens[1], "exit 0"),
+        h.table.relaunch(&approved(&tokens[1], "exit 0")),
         Err(PaneError::UnknownToken(_))
     ));
 
@@ -568,11 +598,11 @@ async fn a_retired_slot_stops_resolving_and_goes_with_its_process() {
     assert_eq!(h.table.resolve(&tokens[0]), None);
     assert!(h.table.slot(kept).is_none());
     assert_eq!(h.table.panes(), [kept]);
-    h.table.write_input(kept, b"still writable\n").unwrap();
+    h.table.write_typed(kept, b"still writable\n").unwrap();
     h.table.destroy(kept);
     assert!(h.table.panes().is_empty());
     assert!(matches!(
-        h.table.write_input(kept, b"x"),
+        h.table.write_typed(kept, b"x"),
         Err(PaneError::UnknownPane(_))
     ));
 }

@@ -190,6 +190,70 @@ async fn a_crash_retires_holds_and_the_successor_gets_live_panes(kind: RuntimeKi
     hub.shutdown().await;
 }
 
+/// A pane that exits while its plugin is down (restart backoff) is held for it; the
+/// restarted instance hears of it as opened and then exited, so it can act on the hold.
+#[tokio::test]
+async fn a_pane_held_during_a_restart_is_replayed_to_the_successor() {
+    let owner = "restarting";
+    let (mut config, repo) = TestHub::config();
+    // Long enough for the held pane to exit while the instance is gone.
+    config.restart_policy.first_backoff = std::time::Duration::from_millis(1500);
+    config.startup_commands = vec![
+        startup("survivor", "exec sh", Some(owner)),
+        startup("held", &after_go("echo bye"), Some(owner)),
+    ];
+    config.plugins = vec![scripted(owner, &["exit_on=boom"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let survivor = hub.startup_pane(0).await;
+    let held = hub.startup_pane(1).await;
+    let (token, generation) = opened_token(owner, "held").await;
+
+    hub.input(survivor, "echo boom\r").await;
+    hub.client
+        .message(|message| match message {
+            HubMessage::Plugin { name, state, .. } if name == owner && state == "failed" => {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+    hub.go();
+    hub.client
+        .saw(HubMessage::Exited {
+            pane: held.get(),
+            code: Some(0),
+            held: true,
+        })
+        .await;
+
+    let replay = events(owner, 3, |event| match event {
+        Event::PaneOpened {
+            token: t,
+            generation: g,
+            ..
+        } if *t == token => Some(("opened", *g)),
+        Event::PaneExited {
+            token: t,
+            generation: g,
+        } if *t == token => Some(("exited", *g)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        replay[..3],
+        [
+            ("opened", generation),
+            ("opened", generation),
+            ("exited", generation)
+        ],
+        "the first instance saw it opened; the successor, opened then exited"
+    );
+    let status = hub.hub.status().await.expect("status");
+    assert_eq!(status.holds.len(), 1, "{status:?}");
+    assert_eq!(owner_of(&hub, held).await.as_deref(), Some(owner));
+    hub.shutdown().await;
+}
+
 /// A plugin that keeps failing is given up: clients hear of it, its panes run unwatched.
 #[tokio::test]
 async fn a_plugin_given_up_releases_its_panes_and_clients_hear_of_it() {

@@ -1,0 +1,257 @@
+//! The worker's side of clients: attaching (hello and the replay), client requests, status,
+//! and the frames it broadcasts. Human input enters panes only here, through the table's
+//! `write_typed`, never the plugins' door.
+
+use std::time::Instant;
+
+use nightcrow_guard::PaneId;
+use nightcrow_pane::PaneSize;
+use nightcrow_protocol::{Event, Token};
+use tokio::sync::mpsc;
+
+use super::{ClientSlot, SlotRecord, Worker, pane_error};
+use crate::client::{CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport};
+use crate::config::StartupCommand;
+use crate::handle::{
+    CLIENT_QUEUE, Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus,
+    PluginStatus,
+};
+
+impl Worker {
+    pub(super) fn attach(&mut self, hub: HubHandle) -> Client {
+        let (frames, receiver) = mpsc::channel(CLIENT_QUEUE);
+        let id = self.next_client;
+        self.next_client += 1;
+        let mut replay = vec![Frame::Message(HubMessage::Hello {
+            version: CLIENT_PROTOCOL_VERSION,
+        })];
+        for pane in self.table.panes() {
+            let Some(slot) = self.table.slot(pane).filter(|slot| slot.is_alive()) else {
+                continue;
+            };
+            let Some(record) = self.slots.get(slot.token()) else {
+                continue;
+            };
+            replay.push(Frame::Message(created(pane, record)));
+            let scrollback = self.table.scrollback(pane);
+            if !scrollback.is_empty() {
+                replay.push(Frame::Output {
+                    pane: pane.get(),
+                    bytes: scrollback.into(),
+                });
+            }
+        }
+        for (_, hold) in self.holds() {
+            if let Some(report) = &hold.report {
+                replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
+            }
+        }
+        // The replay is at most a hello, two frames per pane (8) and one per hold, far below
+        // the queue's capacity; a new client cannot be behind yet.
+        for frame in replay {
+            let _ = frames.try_send(frame);
+        }
+        self.clients.push(ClientSlot { id, frames });
+        Client {
+            id,
+            frames: receiver,
+            hub,
+        }
+    }
+
+    pub(super) fn on_client_request(
+        &mut self,
+        request: ClientRequest,
+    ) -> Result<Outcome, HubError> {
+        match request {
+            ClientRequest::Create {
+                title,
+                command,
+                rows,
+                cols,
+            } => {
+                let size = match (rows, cols) {
+                    (None, None) => self.config.default_size,
+                    (rows, cols) => PaneSize::new(
+                        rows.unwrap_or(self.config.default_size.rows()),
+                        cols.unwrap_or(self.config.default_size.cols()),
+                    )
+                    .map_err(pane_error)?,
+                };
+                let pane = self.open_pane(title, command, None, size)?;
+                Ok(Outcome::Opened(vec![pane]))
+            }
+            ClientRequest::Input { pane, data } => {
+                let (pane, token) = self.live_pane(pane)?;
+                // SPEC §6.4: the owner hears of the person, and its budget is cleared, before
+                // the bytes reach the PTY.
+                if let Some(event) = self.slot_event(&token, |token, generation| Event::UserInput {
+                    token,
+                    generation,
+                }) {
+                    self.send_to_owner(&token, event);
+                }
+                self.guard.cancel(&token);
+                self.table
+                    .write_typed(pane, data.as_bytes())
+                    .map_err(pane_error)?;
+                Ok(Outcome::Done)
+            }
+            ClientRequest::Resize { pane, rows, cols } => {
+                let (pane, token) = self.known_pane(pane)?;
+                let size = PaneSize::new(rows, cols).map_err(pane_error)?;
+                self.table.resize(pane, size).map_err(pane_error)?;
+                if let Some(record) = self.slots.get_mut(&token) {
+                    record.size = size;
+                }
+                self.broadcast(Frame::Message(HubMessage::Resized {
+                    pane: pane.get(),
+                    rows,
+                    cols,
+                }));
+                Ok(Outcome::Done)
+            }
+            ClientRequest::Close { pane } => {
+                let (pane, token) = self.known_pane(pane)?;
+                if self.owner_of(&token).is_some() {
+                    self.end_slot(&token);
+                } else {
+                    self.forget(&token);
+                }
+                self.table.destroy(pane);
+                self.broadcast(Frame::Message(HubMessage::Exited {
+                    pane: pane.get(),
+                    code: None,
+                    held: false,
+                }));
+                Ok(Outcome::Done)
+            }
+            ClientRequest::CancelRecovery { pane } => {
+                let (_, token) = self.known_pane(pane)?;
+                if self.slots.get(&token).is_some_and(|r| r.hold.is_some()) {
+                    self.end_slot(&token);
+                } else {
+                    tracing::debug!(pane, "cancel_recovery without a hold; ignored");
+                }
+                Ok(Outcome::Done)
+            }
+            ClientRequest::Start => {
+                let missing: Vec<StartupCommand> = self
+                    .config
+                    .startup_commands
+                    .iter()
+                    .filter(|startup| {
+                        !self
+                            .slots
+                            .values()
+                            .any(|record| record.startup.as_ref() == Some(*startup))
+                    })
+                    .cloned()
+                    .collect();
+                let mut opened = Vec::new();
+                for startup in missing {
+                    opened.push(self.open_startup_pane(startup)?);
+                }
+                Ok(Outcome::Opened(opened))
+            }
+        }
+    }
+
+    /// A pane a client names that the hub knows, with its token.
+    fn known_pane(&self, pane: u64) -> Result<(PaneId, Token), HubError> {
+        let id = PaneId::new(pane);
+        let slot = self.table.slot(id).ok_or(HubError::UnknownPane(pane))?;
+        Ok((id, slot.token().clone()))
+    }
+
+    fn live_pane(&self, pane: u64) -> Result<(PaneId, Token), HubError> {
+        let (id, token) = self.known_pane(pane)?;
+        match self.table.slot(id) {
+            Some(slot) if slot.is_alive() => Ok((id, token)),
+            _ => Err(HubError::Pane(format!("pane {pane} is not running"))),
+        }
+    }
+
+    pub(super) fn status(&self) -> HubStatus {
+        let now = Instant::now();
+        let panes = self
+            .table
+            .panes()
+            .into_iter()
+            .filter_map(|pane| {
+                let slot = self.table.slot(pane)?;
+                let record = self.slots.get(slot.token());
+                Some(PaneStatus {
+                    pane,
+                    title: record.and_then(|record| record.title.clone()),
+                    generation: slot.generation(),
+                    alive: slot.is_alive(),
+                    owner: record.and_then(|record| record.owner.clone()),
+                })
+            })
+            .collect();
+        let plugins = self
+            .plugins
+            .iter()
+            .map(|slot| PluginStatus {
+                name: slot.config.name().to_owned(),
+                health: slot.supervisor.plugin().map(|plugin| plugin.health()),
+                gave_up: slot.gave_up,
+            })
+            .collect();
+        let holds = self
+            .holds()
+            .map(|(_, hold)| HoldStatus {
+                pane: hold.pane,
+                expires_in: hold.deadline.saturating_duration_since(now),
+                report: hold.report.clone(),
+            })
+            .collect();
+        HubStatus {
+            panes,
+            plugins,
+            holds,
+        }
+    }
+
+    /// Queues `frame` for every client; one that is full has fallen behind and is
+    /// disconnected (its stream ends) rather than given a gap.
+    pub(super) fn broadcast(&mut self, frame: Frame) {
+        self.clients
+            .retain(|client| match client.frames.try_send(frame.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(client = client.id, "client fell behind; disconnected");
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            });
+    }
+
+    pub(super) fn send_to_client(&mut self, id: u64, frame: Frame) {
+        self.clients
+            .retain(|client| client.id != id || client.frames.try_send(frame.clone()).is_ok());
+    }
+
+    pub(super) fn broadcast_cancelled(&mut self, pane: PaneId) {
+        let report = RecoveryReport::cancelled(pane.get());
+        self.broadcast(Frame::Message(HubMessage::Recovery(report)));
+    }
+
+    pub(super) fn broadcast_plugin(&mut self, name: &str, state: &str, detail: Option<String>) {
+        self.broadcast(Frame::Message(HubMessage::Plugin {
+            name: name.to_owned(),
+            state: state.to_owned(),
+            detail,
+        }));
+    }
+}
+
+pub(super) fn created(pane: PaneId, record: &SlotRecord) -> HubMessage {
+    HubMessage::Created {
+        pane: pane.get(),
+        title: record.title.clone(),
+        rows: record.size.rows(),
+        cols: record.size.cols(),
+    }
+}

@@ -1,0 +1,199 @@
+//! Plugin commands in the worker: the only path from a plugin's request to a pane —
+//! facts resolved from the token, `Guard::judge`, and an exhaustive match on the
+//! `Approved` value that carries the approval into the pane table, which takes nothing
+//! else for a plugin.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use nightcrow_guard::{
+    Approved, ApprovedRelaunch, IDLE_THRESHOLD, PaneFacts, PaneOwner, PaneState, Refused, Severity,
+};
+use nightcrow_pane::PaneTable;
+use nightcrow_plugin_host::Supervised;
+use nightcrow_protocol::{Command, LogLevel, Token};
+
+use super::clients::created;
+use super::{SlotRecord, Worker};
+use crate::client::{Frame, HubMessage, RecoveryReport};
+
+/// Commands taken from one plugin before other sources are served (SPEC §4.4).
+const COMMANDS_PER_ROUND: usize = 8;
+
+impl Worker {
+    pub(super) async fn on_supervised(&mut self, index: usize, item: Supervised) {
+        match item {
+            Supervised::Command(command) => {
+                self.on_command(index, command);
+                for _ in 1..COMMANDS_PER_ROUND {
+                    match self.plugins[index].supervisor.try_recv() {
+                        Some(command) => self.on_command(index, command),
+                        None => break,
+                    }
+                }
+            }
+            Supervised::Lifecycle(step) => self.on_lifecycle(index, step),
+        }
+    }
+
+    /// The only path from a plugin's request to a pane: facts, judgement, approval.
+    fn on_command(&mut self, index: usize, command: Command) {
+        let now = Instant::now();
+        let plugin = &self.plugins[index].config;
+        let facts = command.token().and_then(|token| {
+            pane_facts(
+                &self.table,
+                &self.slots,
+                plugin.name(),
+                token,
+                self.config.idle_threshold,
+                now,
+            )
+        });
+        match self.guard.judge(&plugin.policy, &command, facts, now) {
+            Ok(approved) => self.carry_out(approved),
+            Err(refused) => log_refusal(plugin.name(), &command, &refused),
+        }
+    }
+
+    fn carry_out(&mut self, approved: Approved) {
+        match approved {
+            Approved::SendInput(send) => {
+                if let Err(error) = self.table.send_approved(&send) {
+                    let pane = send.target().pane();
+                    tracing::warn!(%pane, %error, "approved send_input not written");
+                }
+            }
+            Approved::Relaunch(relaunch) => self.relaunch(&relaunch),
+            Approved::Status(status) => {
+                let report = RecoveryReport {
+                    pane: status.target().pane().get(),
+                    state: status.state().to_owned(),
+                    detail: status.detail().map(str::to_owned),
+                    deadline_epoch: status.deadline_epoch(),
+                    attempt: status.attempt(),
+                };
+                if let Some(hold) = self
+                    .slots
+                    .get_mut(status.target().token())
+                    .and_then(|record| record.hold.as_mut())
+                {
+                    hold.report = Some(report.clone());
+                }
+                self.broadcast(Frame::Message(HubMessage::Recovery(report)));
+            }
+            Approved::Attention(attention) => {
+                let pane = attention.target().pane().get();
+                self.broadcast(Frame::Message(HubMessage::Attention { pane }));
+            }
+            Approved::WatchPane(watch) => self.adopt_watched(&watch),
+            Approved::Log(log) => {
+                let (plugin, text) = (log.plugin(), log.message());
+                match log.level() {
+                    LogLevel::Error => tracing::error!(plugin, text, "plugin log"),
+                    LogLevel::Warn => tracing::warn!(plugin, text, "plugin log"),
+                    LogLevel::Info => tracing::info!(plugin, text, "plugin log"),
+                    LogLevel::Debug => tracing::debug!(plugin, text, "plugin log"),
+                }
+            }
+        }
+    }
+
+    /// SPEC §6.3.
+    fn relaunch(&mut self, relaunch: &ApprovedRelaunch) {
+        let token = relaunch.target().token();
+        let Some(hold) = self
+            .slots
+            .get_mut(token)
+            .and_then(|record| record.hold.take())
+        else {
+            tracing::debug!(pane = %relaunch.target().pane(), "relaunch without a hold; ignored");
+            return;
+        };
+        let old = hold.pane;
+        match self.table.relaunch(relaunch) {
+            Ok(pane) => {
+                let Some(record) = self.slots.get(token) else {
+                    return;
+                };
+                self.broadcast(Frame::Message(created(pane, record)));
+                if let Some(event) = self.opened_event(token) {
+                    self.send_to_owner(token, event);
+                }
+                self.broadcast_cancelled(old);
+            }
+            Err(error) => {
+                let plugin = self.owner_of(token).unwrap_or_default();
+                tracing::warn!(plugin, pane = %old, %error, "relaunch failed; the pane stays held");
+                if let Some(record) = self.slots.get_mut(token) {
+                    record.hold = Some(hold);
+                }
+            }
+        }
+    }
+}
+
+/// What the guard needs about `token`, relative to `plugin` (SPEC §3).
+fn pane_facts<'a>(
+    table: &PaneTable,
+    slots: &'a HashMap<Token, SlotRecord>,
+    plugin: &str,
+    token: &Token,
+    idle_threshold: Duration,
+    now: Instant,
+) -> Option<PaneFacts<'a>> {
+    let pane = table.resolve(token)?;
+    let slot = table.slot(pane)?;
+    let record = slots.get(token);
+    let owner = match record.and_then(|record| record.owner.as_deref()) {
+        Some(owner) if owner == plugin => PaneOwner::ThisPlugin,
+        Some(_) => PaneOwner::AnotherPlugin,
+        None => PaneOwner::Nobody,
+    };
+    let state = match table.idle_for(pane, now) {
+        Some(idle) => PaneState::Running {
+            idle: guard_idle(idle, idle_threshold),
+        },
+        None => PaneState::Exited,
+    };
+    Some(PaneFacts {
+        pane,
+        generation: slot.generation(),
+        owner,
+        state,
+        launch_command: record.and_then(SlotRecord::launch_command),
+    })
+}
+
+/// The guard's busy rule is fixed at [`IDLE_THRESHOLD`]; a hub configured with another
+/// threshold (tests use a fraction of a second) reports idleness scaled to it, so that
+/// `pane_idle` and the guard's `PaneBusy` always agree. With the default threshold the
+/// scale is one and the idle time is passed as measured.
+fn guard_idle(idle: Duration, threshold: Duration) -> Duration {
+    if threshold == IDLE_THRESHOLD || threshold.is_zero() {
+        return idle;
+    }
+    let scaled = idle.as_nanos() * IDLE_THRESHOLD.as_nanos() / threshold.as_nanos();
+    Duration::from_nanos(u64::try_from(scaled).unwrap_or(u64::MAX))
+}
+
+fn log_refusal(plugin: &str, command: &Command, refused: &Refused) {
+    let cmd = command.tag();
+    match refused.severity() {
+        Severity::Debug => tracing::debug!(plugin, cmd, %refused, "refused"),
+        Severity::Warn => tracing::warn!(plugin, cmd, %refused, "refused"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idleness_is_scaled_to_the_guards_threshold() {
+        let ms = Duration::from_millis;
+        assert_eq!(guard_idle(ms(1234), IDLE_THRESHOLD), ms(1234));
+        assert_eq!(guard_idle(ms(200), ms(200)), IDLE_THRESHOLD);
+        assert_eq!(guard_idle(ms(100), ms(200)), IDLE_THRESHOLD / 2);
+    }
+}

@@ -1,0 +1,282 @@
+//! The hub's one worker task (SPEC §6.1): it owns the pane table, the plugin supervisors,
+//! the guard and one [`SlotRecord`] per pane slot (title, startup command, owner, intended
+//! plugin, relaunch hold), and is the only code that touches them. It wakes on a hub
+//! request, a pane event, a plugin item, the next idle deadline or the next hold expiry —
+//! never on a fixed tick.
+//!
+//! Split by job: [`clients`] (client requests, attach, status, broadcasts), [`commands`]
+//! (plugin commands through the guard), [`panes`] (opening panes, pane events, holds,
+//! adoption), [`plugins`] (supervision and reload).
+
+mod clients;
+mod commands;
+mod panes;
+mod plugins;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use nightcrow_guard::{Guard, PaneId};
+use nightcrow_pane::{PaneEvent, PaneSize, PaneTable};
+use nightcrow_plugin_host::{PluginRuntime, Supervised, Supervisor};
+use nightcrow_protocol::Token;
+use tokio::sync::mpsc;
+
+use crate::client::{Frame, HubMessage, RecoveryReport};
+use crate::config::{HubConfig, HubPlugin, StartupCommand};
+use crate::handle::{HubError, HubHandle, ReplyTo, Request};
+
+/// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
+/// would spend more on scheduling than on the bytes. Consecutive output of one pane in a
+/// round becomes one frame, so a hub that is behind sends clients fewer, larger frames
+/// instead of filling their queues with small ones.
+const PANE_EVENTS_PER_ROUND: usize = 64;
+/// Pane events queued from the pane threads; a full queue slows the children, not the hub.
+const PANE_EVENT_QUEUE: usize = 256;
+
+/// Everything the hub knows about one pane slot beside the table's own slot. One record
+/// per token, so that forgetting a slot is one removal and no map can outlive another.
+#[derive(Debug, Clone)]
+struct SlotRecord {
+    title: Option<String>,
+    /// The startup command that opened it; `None` for a client pane, which is never
+    /// relaunchable (SPEC §6.5).
+    startup: Option<StartupCommand>,
+    size: PaneSize,
+    /// The plugin that owns the pane.
+    owner: Option<String>,
+    /// The plugin its startup command named (SPEC §6.5), whether or not it owns it now.
+    intended: Option<String>,
+    /// Set while the exited pane waits for its owner to relaunch it (SPEC §6.2).
+    hold: Option<Hold>,
+}
+
+impl SlotRecord {
+    fn owned_by(&self, plugin: &str) -> bool {
+        self.owner.as_deref() == Some(plugin)
+    }
+
+    /// The original startup command; `None` for bare shells and client panes, which are
+    /// therefore never relaunchable.
+    fn launch_command(&self) -> Option<&str> {
+        self.startup
+            .as_ref()
+            .map(|startup| startup.command.as_str())
+    }
+}
+
+/// An exited, owned, relaunchable pane kept for a relaunch (SPEC §6.2).
+#[derive(Debug, Clone)]
+struct Hold {
+    pane: PaneId,
+    deadline: Instant,
+    /// The latest status for the pane, replayed to clients that attach later (SPEC §6.6).
+    report: Option<RecoveryReport>,
+}
+
+struct PluginSlot {
+    config: HubPlugin,
+    supervisor: Supervisor,
+    gave_up: bool,
+}
+
+struct ClientSlot {
+    id: u64,
+    frames: mpsc::Sender<Frame>,
+}
+
+pub(crate) struct Worker {
+    config: HubConfig,
+    runtime: PluginRuntime,
+    /// Weak, so the worker ends (shutting everything down) once no handle is left; an
+    /// attached client holds a strong one.
+    handle: mpsc::WeakSender<Request>,
+    requests: mpsc::Receiver<Request>,
+    table: PaneTable,
+    pane_events: mpsc::Receiver<PaneEvent>,
+    guard: Guard,
+    plugins: Vec<PluginSlot>,
+    slots: HashMap<Token, SlotRecord>,
+    clients: Vec<ClientSlot>,
+    next_client: u64,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        config: HubConfig,
+        runtime: PluginRuntime,
+        handle: mpsc::WeakSender<Request>,
+        requests: mpsc::Receiver<Request>,
+    ) -> Result<Worker, HubError> {
+        let config = config.with_policy_names();
+        nightcrow_pane::ensure_runtime_dir(&config.runtime_dir).map_err(|error| {
+            HubError::Pane(format!(
+                "runtime dir {}: {error}",
+                config.runtime_dir.display()
+            ))
+        })?;
+        let (events, pane_events) = mpsc::channel(PANE_EVENT_QUEUE);
+        let table = PaneTable::new(
+            config.repo_root.clone(),
+            config.shell.clone(),
+            config.runtime_dir.clone(),
+            events,
+        )
+        .map_err(|error| HubError::Pane(error.to_string()))?
+        .with_idle_threshold(config.idle_threshold);
+        Ok(Worker {
+            guard: Guard::new(config.guard_limits),
+            config,
+            runtime,
+            handle,
+            requests,
+            table,
+            pane_events,
+            plugins: Vec::new(),
+            slots: HashMap::new(),
+            clients: Vec::new(),
+            next_client: 1,
+        })
+    }
+
+    pub(crate) async fn run(mut self) {
+        self.open_startup_panes();
+        let plugins = self.config.plugins.clone();
+        for plugin in plugins {
+            if self.config.should_run(&plugin, false) {
+                self.start_plugin(plugin).await;
+            }
+        }
+        loop {
+            let idle_at = self.table.next_idle_deadline();
+            let expiry_at = self.holds().map(|(_, hold)| hold.deadline).min();
+            tokio::select! {
+                request = self.requests.recv() => match request {
+                    Some(request) => {
+                        if !self.on_request(request).await {
+                            return;
+                        }
+                    }
+                    None => return self.shutdown().await,
+                },
+                Some(event) = self.pane_events.recv() => {
+                    let mut round = vec![event];
+                    while round.len() < PANE_EVENTS_PER_ROUND {
+                        match self.pane_events.try_recv() {
+                            Ok(event) => round.push(event),
+                            Err(_) => break,
+                        }
+                    }
+                    for event in panes::coalesce(round) {
+                        self.on_pane_event(event);
+                    }
+                }
+                (index, item) = next_supervised(&mut self.plugins) => {
+                    self.on_supervised(index, item).await;
+                }
+                () = sleep_until(idle_at) => self.on_idle(),
+                () = sleep_until(expiry_at) => self.expire_holds(),
+            }
+        }
+    }
+
+    /// Carries out one request; `false` once the hub has shut down.
+    async fn on_request(&mut self, request: Request) -> bool {
+        match request {
+            Request::Attach(reply) => {
+                // The caller holds a handle while it waits, so the upgrade succeeds.
+                if let Some(requests) = self.handle.upgrade() {
+                    let _ = reply.send(self.attach(HubHandle { requests }));
+                }
+            }
+            Request::Client { request, reply } => {
+                let result = match request {
+                    Ok(request) => self.on_client_request(request),
+                    Err(message) => Err(HubError::BadRequest(message)),
+                };
+                match reply {
+                    ReplyTo::Caller(reply) => {
+                        let _ = reply.send(result);
+                    }
+                    ReplyTo::Client(id) => {
+                        if let Err(error) = result {
+                            let message = HubMessage::Error {
+                                message: error.to_string(),
+                            };
+                            self.send_to_client(id, Frame::Message(message));
+                        }
+                    }
+                }
+            }
+            Request::Status(reply) => {
+                let _ = reply.send(self.status());
+            }
+            Request::Reload { config, reply } => {
+                let report = self.reload(*config).await;
+                let _ = reply.send(report);
+            }
+            Request::Shutdown(done) => {
+                self.shutdown().await;
+                let _ = done.send(());
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Every relaunch hold, with its token.
+    fn holds(&self) -> impl Iterator<Item = (&Token, &Hold)> {
+        self.slots
+            .iter()
+            .filter_map(|(token, record)| Some((token, record.hold.as_ref()?)))
+    }
+
+    /// The tokens whose record satisfies `keep`.
+    fn tokens_where(&self, keep: impl Fn(&SlotRecord) -> bool) -> Vec<Token> {
+        self.slots
+            .iter()
+            .filter(|(_, record)| keep(record))
+            .map(|(token, _)| token.clone())
+            .collect()
+    }
+
+    fn owner_of(&self, token: &Token) -> Option<&str> {
+        self.slots.get(token)?.owner.as_deref()
+    }
+
+    async fn shutdown(&mut self) {
+        futures::future::join_all(
+            self.plugins
+                .iter_mut()
+                .map(|slot| slot.supervisor.shutdown()),
+        )
+        .await;
+        self.clients.clear();
+        for pane in self.table.panes() {
+            self.table.destroy(pane);
+        }
+    }
+}
+
+fn pane_error(error: nightcrow_pane::PaneError) -> HubError {
+    HubError::Pane(error.to_string())
+}
+
+/// The next item of any supervisor, with its index; pending forever without plugins.
+async fn next_supervised(plugins: &mut [PluginSlot]) -> (usize, Supervised) {
+    if plugins.is_empty() {
+        return std::future::pending().await;
+    }
+    let nexts = plugins
+        .iter_mut()
+        .enumerate()
+        .map(|(index, slot)| Box::pin(async move { (index, slot.supervisor.next().await) }));
+    futures::future::select_all(nexts).await.0
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,306 @@
+//! Panes in the worker: opening them (startup and client panes), their events (output to
+//! clients and owner, exits, idleness), relaunch holds and their expiry, the end of a
+//! slot, and handing a pane to its plugin.
+//!
+//! A plugin comes to own a pane in two ways only: the config named it for the pane's
+//! startup command ([`Worker::adopt_intended`]), or the guard approved its `watch_pane`
+//! ([`Worker::adopt_watched`], which takes the approval).
+
+use std::time::Instant;
+
+use nightcrow_guard::{ApprovedWatchPane, PaneId};
+use nightcrow_pane::{PaneEvent, PaneSize};
+use nightcrow_protocol::{Event, Token};
+
+use super::clients::created;
+use super::{Hold, SlotRecord, Worker, pane_error};
+use crate::client::{Frame, HubMessage};
+use crate::config::StartupCommand;
+use crate::handle::HubError;
+
+impl Worker {
+    pub(super) fn open_startup_panes(&mut self) {
+        for startup in self.config.startup_commands.clone() {
+            if let Err(error) = self.open_startup_pane(startup.clone()) {
+                tracing::warn!(command = %startup.command, %error, "startup pane not opened");
+            }
+        }
+    }
+
+    pub(super) fn open_startup_pane(
+        &mut self,
+        startup: StartupCommand,
+    ) -> Result<PaneId, HubError> {
+        let size = self.config.default_size;
+        let (title, command) = (startup.name.clone(), startup.command.clone());
+        let intended = startup.plugin.clone();
+        let pane = self.open_pane(title, Some(command), Some(startup), size)?;
+        if let Some(plugin) = intended {
+            let token = self.token_of(pane);
+            if let Some(record) = self.slots.get_mut(&token) {
+                record.intended = Some(plugin.clone());
+            }
+            if self.running(&plugin).is_some() && self.adopt_intended(&token) {
+                self.hand_over(&token);
+            }
+        }
+        Ok(pane)
+    }
+
+    pub(super) fn open_pane(
+        &mut self,
+        title: Option<String>,
+        command: Option<String>,
+        startup: Option<StartupCommand>,
+        size: PaneSize,
+    ) -> Result<PaneId, HubError> {
+        let pane = self.table.open(command, size).map_err(pane_error)?;
+        let record = SlotRecord {
+            title,
+            startup,
+            size,
+            owner: None,
+            intended: None,
+            hold: None,
+        };
+        self.broadcast(Frame::Message(created(pane, &record)));
+        self.slots.insert(self.token_of(pane), record);
+        Ok(pane)
+    }
+
+    pub(super) fn token_of(&self, pane: PaneId) -> Token {
+        self.table
+            .slot(pane)
+            .map(|slot| slot.token().clone())
+            .expect("a pane just opened or relaunched has a slot")
+    }
+
+    pub(super) fn on_pane_event(&mut self, event: PaneEvent) {
+        match event {
+            PaneEvent::Output { pane, bytes } => {
+                let text = self.table.record_output(pane, &bytes);
+                self.broadcast(Frame::Output {
+                    pane: pane.get(),
+                    bytes,
+                });
+                let (Some(text), Some(slot)) = (text, self.table.slot(pane)) else {
+                    return;
+                };
+                let event = Event::PaneOutput {
+                    token: slot.token().clone(),
+                    generation: slot.generation(),
+                    text,
+                };
+                let token = slot.token().clone();
+                self.send_to_owner(&token, event);
+            }
+            PaneEvent::Exited { pane, code } => self.on_exit(pane, code),
+        }
+    }
+
+    /// SPEC §6.2.
+    fn on_exit(&mut self, pane: PaneId, code: Option<u32>) {
+        let Some(slot) = self.table.slot(pane) else {
+            // Closed or relaunched already: the event is late.
+            return;
+        };
+        let token = slot.token().clone();
+        let generation = slot.generation();
+        self.table.mark_exited(pane);
+        let (owned, relaunchable) = self.slots.get(&token).map_or((false, false), |record| {
+            (record.owner.is_some(), record.launch_command().is_some())
+        });
+        match (owned, relaunchable) {
+            (false, _) => {
+                self.forget(&token);
+                self.table.destroy(pane);
+            }
+            (true, true) => {
+                self.table.release_process(pane);
+                let deadline = Instant::now() + self.config.pending_relaunch_ttl;
+                if let Some(record) = self.slots.get_mut(&token) {
+                    record.hold = Some(Hold {
+                        pane,
+                        deadline,
+                        report: None,
+                    });
+                }
+                self.send_to_owner(
+                    &token,
+                    Event::PaneExited {
+                        token: token.clone(),
+                        generation,
+                    },
+                );
+            }
+            (true, false) => {
+                self.end_slot(&token);
+                self.table.destroy(pane);
+            }
+        }
+        self.broadcast(Frame::Message(HubMessage::Exited {
+            pane: pane.get(),
+            code,
+            held: owned && relaunchable,
+        }));
+    }
+
+    pub(super) fn on_idle(&mut self) {
+        for idle in self.table.take_idle(Instant::now()) {
+            let event = Event::PaneIdle {
+                token: idle.token.clone(),
+                generation: idle.generation,
+                idle_ms: u64::try_from(idle.idle.as_millis()).unwrap_or(u64::MAX),
+            };
+            self.send_to_owner(&idle.token, event);
+        }
+    }
+
+    pub(super) fn expire_holds(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<(Token, PaneId)> = self
+            .holds()
+            .filter(|(_, hold)| hold.deadline <= now)
+            .map(|(token, hold)| (token.clone(), hold.pane))
+            .collect();
+        for (token, pane) in expired {
+            tracing::info!(%pane, "relaunch hold expired");
+            self.end_slot(&token);
+        }
+    }
+
+    /// A slot is going (SPEC §6.4): `pane_closed` to its owner, forget it (budget too),
+    /// retire the slot, and tell clients any recovery is over — in that order.
+    pub(super) fn end_slot(&mut self, token: &Token) {
+        let pane = self.table.resolve(token);
+        if let Some(event) = self.slot_event(token, |token, generation| Event::PaneClosed {
+            token,
+            generation,
+        }) {
+            self.send_to_owner(token, event);
+        }
+        self.forget(token);
+        self.table.retire_slot(token);
+        if let Some(pane) = pane {
+            self.broadcast_cancelled(pane);
+        }
+    }
+
+    /// Drops everything the hub knows about a token, its guard budget included.
+    pub(super) fn forget(&mut self, token: &Token) {
+        self.slots.remove(token);
+        self.guard.cancel(token);
+    }
+
+    /// An event naming the slot's token and current generation.
+    pub(super) fn slot_event(
+        &self,
+        token: &Token,
+        make: impl FnOnce(Token, u32) -> Event,
+    ) -> Option<Event> {
+        let pane = self.table.resolve(token)?;
+        let slot = self.table.slot(pane)?;
+        Some(make(token.clone(), slot.generation()))
+    }
+
+    pub(super) fn opened_event(&self, token: &Token) -> Option<Event> {
+        let record = self.slots.get(token)?;
+        self.slot_event(token, |token, generation| Event::PaneOpened {
+            token,
+            generation,
+            title: record.title.clone(),
+            command: record.launch_command().map(str::to_owned),
+            cwd: self.table.repo_root().to_string_lossy().into_owned(),
+        })
+    }
+
+    /// The plugin the pane's startup command named owns it from now on (SPEC §6.5); it is
+    /// told by [`hand_over`](Self::hand_over). `false` when no plugin was named.
+    pub(super) fn adopt_intended(&mut self, token: &Token) -> bool {
+        match self.slots.get_mut(token) {
+            Some(record) if record.intended.is_some() => {
+                record.owner.clone_from(&record.intended);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The plugin whose `watch_pane` the guard approved takes the pane.
+    pub(super) fn adopt_watched(&mut self, watch: &ApprovedWatchPane) {
+        let token = watch.target().token();
+        if let Some(record) = self.slots.get_mut(token) {
+            record.owner = Some(watch.plugin().to_owned());
+            self.hand_over(token);
+        }
+    }
+
+    /// Tells the pane's owner it has the pane (`pane_opened`), with fresh idleness.
+    pub(super) fn hand_over(&mut self, token: &Token) {
+        if let Some(pane) = self.table.resolve(token) {
+            self.table.clear_idle(pane);
+        }
+        if let Some(event) = self.opened_event(token) {
+            self.send_to_owner(token, event);
+        }
+    }
+}
+
+/// Joins consecutive `Output` events of the same pane, keeping the order of everything.
+pub(super) fn coalesce(round: Vec<PaneEvent>) -> Vec<PaneEvent> {
+    let mut joined: Vec<PaneEvent> = Vec::with_capacity(round.len());
+    for event in round {
+        match (joined.last_mut(), event) {
+            (
+                Some(PaneEvent::Output { pane, bytes }),
+                PaneEvent::Output {
+                    pane: next,
+                    bytes: more,
+                },
+            ) if *pane == next => {
+                let mut both = bytes::BytesMut::with_capacity(bytes.len() + more.len());
+                both.extend_from_slice(bytes);
+                both.extend_from_slice(&more);
+                *bytes = both.freeze();
+            }
+            (_, event) => joined.push(event),
+        }
+    }
+    joined
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_output_of_one_pane_is_joined_in_order() {
+        let output = |pane: u64, text: &'static str| PaneEvent::Output {
+            pane: PaneId::new(pane),
+            bytes: bytes::Bytes::from_static(text.as_bytes()),
+        };
+        let exited = PaneEvent::Exited {
+            pane: PaneId::new(1),
+            code: Some(0),
+        };
+        let round = vec![
+            output(1, "a"),
+            output(1, "b"),
+            output(2, "c"),
+            output(1, "d"),
+            output(1, "e"),
+            exited.clone(),
+            output(2, "f"),
+        ];
+        assert_eq!(
+            coalesce(round),
+            [
+                output(1, "ab"),
+                output(2, "c"),
+                output(1, "de"),
+                exited,
+                output(2, "f")
+            ]
+        );
+    }
+}
