@@ -191,6 +191,28 @@ fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
+/// `nightcrow stop` ends panes that ignore SIGHUP and SIGTERM, background jobs included:
+/// SIGKILL to the pane's process group after the grace, before the daemon exits.
+#[cfg(target_os = "linux")]
+#[test]
+fn stop_ends_panes_that_ignore_hup_and_term() {
+    let seconds = 87_000 + std::process::id() % 400;
+    let config = format!(
+        "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\"]\n\n\
+         [[startup_command]]\ncommand = \"trap '' HUP TERM; sleep {seconds} & echo started; while :; do sleep 1; done\"\n"
+    );
+    let mut daemon = TestDaemon::start(&config);
+    let _repo = daemon.open_repo();
+    let marker = format!("sleep {seconds}");
+    wait_until("the stubborn pane and its job", || {
+        processes_with(&marker).len() >= 2
+    });
+    let stopped = daemon.run(&["stop"]);
+    assert!(stopped.status.success(), "{stopped:?}");
+    assert!(daemon.wait().success());
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn kill_9_leaves_no_pane_or_plugin_behind_and_the_next_daemon_replaces_the_stale_socket() {

@@ -25,6 +25,10 @@ pub const INPUT_QUEUE_CHUNKS: usize = 64;
 
 const READ_CHUNK_BYTES: usize = 8 * 1024;
 
+/// How long a pane's process group gets after SIGHUP, and again after SIGTERM, before the
+/// next, harder signal: a shell that traps HUP still dies with its pane.
+pub const KILL_GRACE: Duration = Duration::from_millis(500);
+
 /// What a pane is spawned with; the table fills it in.
 pub(crate) struct SpawnSpec<'a> {
     pub(crate) pane: PaneId,
@@ -34,7 +38,9 @@ pub(crate) struct SpawnSpec<'a> {
     pub(crate) events: mpsc::Sender<PaneEvent>,
 }
 
-/// A running (or exited but not yet released) pane process. Dropping it kills the child.
+/// A running (or exited but not yet released) pane process. Dropping it kills the child:
+/// SIGHUP, as a closing terminal sends, then SIGTERM and SIGKILL to its process group for
+/// whatever is left after [`KILL_GRACE`] each (see [`Ending`]).
 pub(crate) struct PaneProcess {
     master: Box<dyn MasterPty + Send>,
     killer: Box<dyn ChildKiller + Send + Sync>,
@@ -43,6 +49,23 @@ pub(crate) struct PaneProcess {
     reaped: Arc<AtomicBool>,
     input: SyncSender<Vec<u8>>,
     pid: Option<u32>,
+    /// The kill has begun (by [`PaneProcess::end`] or drop); it is not begun twice.
+    ending: bool,
+}
+
+/// A pane process being ended: its escalation runs on a thread of its own so that nobody
+/// closing a pane waits for it, but whoever must know the pane is gone (the daemon before
+/// it exits) can [`wait`](Ending::wait).
+#[derive(Debug)]
+pub struct Ending(Option<thread::JoinHandle<()>>);
+
+impl Ending {
+    /// Blocks until the pane's process group is gone, at most about twice [`KILL_GRACE`].
+    pub fn wait(self) {
+        if let Some(thread) = self.0 {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for PaneProcess {
@@ -92,6 +115,7 @@ impl PaneProcess {
                 reaped: Arc::clone(&threads.reaped),
                 input: threads.commit(child),
                 pid,
+                ending: false,
             }),
             Err((error, waiter)) => {
                 let _ = killer.kill();
@@ -130,14 +154,65 @@ impl PaneProcess {
     }
 }
 
-impl Drop for PaneProcess {
-    fn drop(&mut self) {
-        // SIGHUP on Unix, as a closing terminal would send. The waiter thread reaps the
-        // child, so no zombie is left.
+impl PaneProcess {
+    /// Begins the kill (see the type's doc) and returns the escalation to wait for.
+    pub(crate) fn end(&mut self) -> Ending {
+        if std::mem::replace(&mut self.ending, true) {
+            return Ending(None);
+        }
+        // SIGHUP on Unix, as a closing terminal would send (TerminateProcess on Windows,
+        // where closing the pseudo console also ends whatever is attached to it). Once the
+        // waiter has reaped the child its pid may be another process's: no signal then.
         if !self.reaped.load(Ordering::Acquire) {
             let _ = self.killer.kill();
         }
+        // The group can outlive its leader (a background job that ignores SIGHUP).
+        Ending(self.pid.and_then(escalate))
     }
+}
+
+impl Drop for PaneProcess {
+    fn drop(&mut self) {
+        drop(self.end());
+    }
+}
+
+/// SIGTERM, then SIGKILL, to the process group `pid` leads (portable-pty starts every
+/// pane in a session of its own, so the child's pid is its group id), each only while
+/// the group still has a member after [`KILL_GRACE`].
+#[cfg(unix)]
+fn escalate(pid: u32) -> Option<thread::JoinHandle<()>> {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    // The group id cannot name another group while any member of the pane's is alive, and
+    // every signal follows a check that one is.
+    let group = Pid::from_raw(i32::try_from(pid).ok()?);
+    let group_outlives_grace = move || {
+        let deadline = std::time::Instant::now() + KILL_GRACE;
+        while std::time::Instant::now() < deadline {
+            if killpg(group, None).is_err() {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        killpg(group, None).is_ok()
+    };
+    thread::Builder::new()
+        .name(format!("pane-kill-{pid}"))
+        .spawn(move || {
+            for signal in [Signal::SIGTERM, Signal::SIGKILL] {
+                if !group_outlives_grace() {
+                    return;
+                }
+                let _ = killpg(group, signal);
+            }
+        })
+        .ok()
+}
+
+#[cfg(not(unix))]
+fn escalate(_pid: u32) -> Option<thread::JoinHandle<()>> {
+    None
 }
 
 type Child = Box<dyn portable_pty::Child + Send + Sync>;

@@ -5,7 +5,7 @@ use nightcrow_guard::{ApprovedRelaunch, ApprovedSendInput, PaneId};
 use nightcrow_protocol::{Generation, Token};
 use tokio::sync::mpsc;
 
-use crate::process::{PaneProcess, SpawnSpec};
+use crate::process::{Ending, PaneProcess, SpawnSpec};
 use crate::scrollback::Scrollback;
 use crate::strip::Stripper;
 use crate::{IDLE_THRESHOLD, MAX_PANES, PaneError, PaneEvent, PaneSize, SCROLLBACK_BYTES, Shell};
@@ -376,6 +376,16 @@ impl PaneTable {
                 self.entries[index].retired = true;
             }
         }
+    }
+
+    /// Removes every pane, ending each process (see [`Ending`]); whoever must know they are
+    /// gone (a daemon about to exit, which would take the escalation threads with it)
+    /// waits on what this returns.
+    pub fn end_all(&mut self) -> Vec<Ending> {
+        self.entries
+            .drain(..)
+            .filter_map(|mut entry| entry.process.as_mut().map(PaneProcess::end))
+            .collect()
     }
 
     /// Removes the pane and its slot, killing the child if it still runs.

@@ -158,6 +158,17 @@ fn process_exists(pid: u32) -> bool {
         .success()
 }
 
+/// Running, not a zombie waiting for its parent (an orphaned job's parent may be slow to
+/// reap it; what matters here is that it no longer runs).
+fn process_alive(pid: u32) -> bool {
+    let output = std::process::Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let state = String::from_utf8_lossy(&output.stdout);
+    !state.trim().is_empty() && !state.trim().starts_with('Z')
+}
+
 #[tokio::test]
 async fn a_command_reads_input_and_its_output_arrives_as_events() {
     let mut h = Harness::new();
@@ -546,6 +557,59 @@ async fn destroying_a_pane_or_dropping_the_table_kills_and_reaps_the_child() {
     drop(h.table);
     exit_code(&mut h.events, dropped).await;
     assert!(!process_exists(pids[1]));
+}
+
+/// A pane whose shell and background job ignore SIGHUP and SIGTERM still dies: after the
+/// grace its process group gets SIGKILL. `end_all` returns only once the group is gone;
+/// `destroy` gets there on its own.
+#[tokio::test]
+async fn panes_that_ignore_hup_and_term_die_with_their_pane() {
+    let stubborn = "trap '' HUP TERM; sleep 1000 & echo job=$!.; while :; do sleep 1; done";
+    let mut h = Harness::new();
+    let mut pids = Vec::new();
+    let mut panes = Vec::new();
+    for _ in 0..2 {
+        // One at a time: waiting for one pane's output discards the other's.
+        let pane = h.open(stubborn);
+        panes.push(pane);
+        let text = h.text_until(pane, ".").await;
+        let job: u32 = text
+            .split("job=")
+            .nth(1)
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|pid| pid.parse().ok())
+            .unwrap_or_else(|| panic!("no job pid in {text:?}"));
+        pids.push((h.table.pid(pane).unwrap(), job));
+    }
+    for &(shell, job) in &pids {
+        assert!(process_alive(shell) && process_alive(job));
+    }
+
+    h.table.destroy(panes[1]);
+    let (shell, job) = pids[1];
+    let started = Instant::now();
+    while process_alive(shell) || process_alive(job) {
+        assert!(
+            started.elapsed() < HANG,
+            "the destroyed pane's processes live on"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let endings = h.table.end_all();
+    assert_eq!(endings.len(), 1);
+    tokio::task::spawn_blocking(move || endings.into_iter().for_each(|e| e.wait()))
+        .await
+        .unwrap();
+    let (shell, job) = pids[0];
+    assert!(!process_alive(job), "end_all returned with the job alive");
+    // The shell itself is gone too, though its waiter may take a moment to reap it.
+    let started = Instant::now();
+    while process_alive(shell) {
+        assert!(started.elapsed() < HANG, "the ended pane's shell lives on");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(h.table.panes().is_empty());
 }
 
 #[tokio::test]

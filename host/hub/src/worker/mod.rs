@@ -252,9 +252,12 @@ impl Worker {
         )
         .await;
         self.clients.clear();
-        for pane in self.table.panes() {
-            self.table.destroy(pane);
-        }
+        // Waited for, so that a daemon exiting next does not end the escalation half-way.
+        let endings = self.table.end_all();
+        let _ = tokio::task::spawn_blocking(move || {
+            endings.into_iter().for_each(nightcrow_pane::Ending::wait);
+        })
+        .await;
     }
 }
 
