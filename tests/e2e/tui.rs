@@ -475,6 +475,34 @@ fn a_flooding_pane_leaves_the_tui_responsive_and_attached() {
     assert!(!log.contains("fell behind"), "{log}");
 }
 
+/// A client that cannot keep up (here: stopped for 2 s during a flood) is dropped by the
+/// hub; the TUI attaches again by itself and carries on with a fresh replay.
+#[test]
+fn a_client_the_hub_dropped_attaches_again_by_itself() {
+    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+        return;
+    };
+    tui.wait_for("the first pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    tui.type_line("timeout 8 yes dropped-flood; clear; echo flood-over");
+    tui.wait_for_text("dropped-flood");
+    let client = tui.client_pid();
+    signal(client, "STOP");
+    std::thread::sleep(Duration::from_secs(2));
+    signal(client, "CONT");
+    tui.wait_for_text("reattached: the hub had dropped this client");
+    let log = std::fs::read_to_string(tui.home().join("daemon.log")).unwrap_or_default();
+    assert!(
+        log.contains("fell behind"),
+        "the hub never dropped the client:\n{log}"
+    );
+    tui.wait_for_text("flood-over");
+    tui.type_line("echo back-$((2*21))");
+    tui.wait_for_text("back-42");
+    assert!(!tui.screen().contains("EXITED"));
+}
+
 #[test]
 fn the_terminal_is_restored_after_sigterm_and_after_the_daemon_dies() {
     let Some(tui) = Tui::attach(PLAIN_SHELL) else {

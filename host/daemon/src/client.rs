@@ -30,6 +30,7 @@ pub enum ClientError {
 
 /// A greeted connection to the daemon.
 pub struct Connection {
+    home: Home,
     reader: ReadHalf<ClientStream>,
     writer: WriteHalf<ClientStream>,
 }
@@ -41,7 +42,11 @@ impl Connection {
             .await
             .map_err(|_| ClientError::NotRunning(home.root().display().to_string()))?;
         let (reader, writer) = tokio::io::split(stream);
-        let mut connection = Connection { reader, writer };
+        let mut connection = Connection {
+            home: home.clone(),
+            reader,
+            writer,
+        };
         connection
             .ask(json!({"type": "hello", "version": DAEMON_PROTOCOL_VERSION}))
             .await?;
@@ -77,8 +82,13 @@ impl Connection {
 
     /// Attaches to the hub of `repo` (opened if it is not yet). Frames arrive on the first
     /// channel, starting with the hub's `hello`, read as fast as the daemon sends them so
-    /// that a client drawing slowly is never the one the hub drops; the channel closes when
-    /// the connection does. Requests put on the second are sent in order.
+    /// that a client drawing slowly is not the one the hub drops; requests put on the
+    /// second are sent in order.
+    ///
+    /// If the hub drops this client anyway (it fell behind, e.g. stopped or starved of CPU)
+    /// the attachment is made again by itself: the stream carries on with a new `hello`
+    /// and a fresh replay, which a client takes as "start over". The first channel closes
+    /// only when the daemon cannot be reached any more.
     pub async fn attach(
         mut self,
         repo: &Path,
@@ -89,58 +99,120 @@ impl Connection {
         ),
         ClientError,
     > {
+        let hello = self.start_attachment(repo).await?;
+        let (frames_tx, frames) = mpsc::unbounded_channel();
+        let (requests, requests_rx) = mpsc::unbounded_channel::<ClientRequest>();
+        let _ = frames_tx.send(HubFrame::Message(hello));
+        tokio::spawn(self.pump(repo.to_owned(), frames_tx, requests_rx));
+        Ok((frames, requests))
+    }
+
+    /// Sends `attach` and reads the hub's `hello` (or the refusal).
+    async fn start_attachment(&mut self, repo: &Path) -> Result<HubMessage, ClientError> {
         self.send(&json!({"type": "attach", "repo": repo}).to_string())
             .await?;
-        let hello = match self.next().await? {
+        match self.next().await? {
             Some(Frame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
-                Ok(HubMessage::Error { message }) => return Err(ClientError::Refused(message)),
-                Ok(message) => message,
-                Err(_) => return Err(ClientError::Refused(text)),
+                Ok(HubMessage::Error { message }) => Err(ClientError::Refused(message)),
+                Ok(message) => Ok(message),
+                Err(_) => Err(ClientError::Refused(text)),
             },
-            Some(Frame::Output(_)) | None => return Err(ClientError::HungUp),
-        };
-        let (frames_tx, frames) = mpsc::unbounded_channel();
-        let (requests, mut requests_rx) = mpsc::unbounded_channel::<ClientRequest>();
+            Some(Frame::Output(_)) | None => Err(ClientError::HungUp),
+        }
+    }
+
+    /// Moves frames and requests until the client lets go, attaching again when the
+    /// daemon ends the stream while it still answers.
+    async fn pump(
+        self,
+        repo: std::path::PathBuf,
+        frames: mpsc::UnboundedSender<HubFrame>,
+        mut requests: mpsc::UnboundedReceiver<ClientRequest>,
+    ) {
         let Connection {
+            home,
             mut reader,
             mut writer,
         } = self;
-        let _ = frames_tx.send(HubFrame::Message(hello));
-        tokio::spawn(async move {
-            while let Ok(Some(frame)) = read_frame(&mut reader).await {
-                let frame = match frame {
-                    Frame::Control(text) => match serde_json::from_str(&text) {
-                        Ok(message) => HubFrame::Message(message),
-                        Err(error) => {
-                            tracing::warn!(%error, %text, "a hub message this client does not know");
-                            continue;
-                        }
-                    },
-                    Frame::Output(frame) => {
-                        let Some((pane, _)) = parse_output_frame(&frame) else {
-                            continue;
-                        };
-                        // The id is the first four bytes; the rest is shared, not copied.
-                        let bytes = bytes::Bytes::from(frame).slice(4..);
-                        HubFrame::Output { pane, bytes }
+        loop {
+            // Reading a frame is not cancel-safe, so it has a task of its own.
+            let (ended, mut stream_ended) = tokio::sync::oneshot::channel::<()>();
+            let forward = frames.clone();
+            let read = tokio::spawn(async move {
+                while let Ok(Some(frame)) = read_frame(&mut reader).await {
+                    if let Some(frame) = hub_frame(frame)
+                        && forward.send(frame).is_err()
+                    {
+                        break;
                     }
-                };
-                if frames_tx.send(frame).is_err() {
-                    return;
+                }
+                let _ = ended.send(());
+            });
+            loop {
+                tokio::select! {
+                    request = requests.recv() => {
+                        let Some(request) = request else {
+                            read.abort();
+                            return;
+                        };
+                        let text = serde_json::to_string(&request).expect("requests serialise");
+                        if write_frame(&mut writer, &Frame::Control(text)).await.is_err() {
+                            break;
+                        }
+                    }
+                    _ = &mut stream_ended => break,
                 }
             }
-        });
-        tokio::spawn(async move {
-            while let Some(request) = requests_rx.recv().await {
-                let text = serde_json::to_string(&request).expect("requests serialise");
-                if write_frame(&mut writer, &Frame::Control(text))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+            read.abort();
+            if frames.is_closed() {
+                return;
             }
-        });
-        Ok((frames, requests))
+            tracing::warn!("the daemon ended the attachment; attaching again");
+            match reattach(&home, &repo).await {
+                Some((connection, hello)) => {
+                    reader = connection.reader;
+                    writer = connection.writer;
+                    if frames.send(HubFrame::Message(hello)).is_err() {
+                        return;
+                    }
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+/// A few tries at attaching again (the daemon may be busy); `None` once it is gone.
+async fn reattach(home: &Home, repo: &Path) -> Option<(Connection, HubMessage)> {
+    for _ in 0..5 {
+        if let Ok(mut connection) = Connection::open(home).await {
+            match connection.start_attachment(repo).await {
+                Ok(hello) => return Some((connection, hello)),
+                Err(ClientError::Refused(_)) => return None,
+                Err(_) => {}
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    None
+}
+
+/// A frame of the wire as the hub's stream item; `None` for one this client cannot read
+/// (logged: a newer daemon may know more messages).
+fn hub_frame(frame: Frame) -> Option<HubFrame> {
+    match frame {
+        Frame::Control(text) => match serde_json::from_str(&text) {
+            Ok(message) => Some(HubFrame::Message(message)),
+            Err(error) => {
+                tracing::warn!(%error, %text, "a hub message this client does not know");
+                None
+            }
+        },
+        Frame::Output(frame) => {
+            let (pane, _) = parse_output_frame(&frame)?;
+            // The id is the first four bytes; the rest is shared, not copied.
+            let bytes = bytes::Bytes::from(frame).slice(4..);
+            Some(HubFrame::Output { pane, bytes })
+        }
     }
 }

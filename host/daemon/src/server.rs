@@ -200,7 +200,10 @@ impl Daemon {
         let (mut reader, mut writer) = tokio::io::split(stream);
         // Frames are read by their own task: reading one is not cancel-safe, a channel is.
         let (frames_tx, mut frames) = mpsc::channel(16);
-        tokio::spawn(async move {
+        // Aborted when this connection's handling ends (the client left, or the hub dropped
+        // it): the task holds the socket's read half, and the client must see the socket
+        // close, not a silent stream.
+        let _reader = AbortOnDrop(tokio::spawn(async move {
             loop {
                 let frame = read_frame(&mut reader).await;
                 let end = !matches!(frame, Ok(Some(_)));
@@ -208,7 +211,7 @@ impl Daemon {
                     break;
                 }
             }
-        });
+        }));
         let mut greeted = false;
         while let Some(frame) = frames.recv().await {
             let text = match frame {
@@ -326,6 +329,15 @@ async fn attached(
                 Some(Ok(None)) | None => return,
             },
         }
+    }
+}
+
+/// Aborts the task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -189,6 +189,10 @@ pub struct App {
     /// A `create` of ours is on its way: its pane comes into view when it appears; a pane
     /// opened by someone else (another client, a relaunch) does not take the screen.
     awaiting_created: bool,
+    /// A `hello` has been seen: another one starts a new replay.
+    greeted: bool,
+    /// The pane to bring back into view when a new replay lists it.
+    reselect: Option<u64>,
 }
 
 impl App {
@@ -206,6 +210,8 @@ impl App {
             skips: 0,
             create_on_hello: create_first_pane,
             awaiting_created: false,
+            greeted: false,
+            reselect: None,
         }
     }
 
@@ -290,6 +296,16 @@ impl App {
         self.dirty = true;
         match message {
             HubMessage::Hello { .. } => {
+                if std::mem::take(&mut self.greeted) {
+                    // Attached again (the hub had dropped this client): a fresh replay
+                    // follows, so start over, keeping the pane in view if it is still there.
+                    self.reselect = self.active_pane().map(|pane| pane.id);
+                    self.panes.clear();
+                    self.active = 0;
+                    self.mode = Mode::Normal;
+                    self.say("reattached: the hub had dropped this client".to_owned());
+                }
+                self.greeted = true;
                 if std::mem::take(&mut self.create_on_hello) {
                     return vec![self.create_request()];
                 }
@@ -308,7 +324,12 @@ impl App {
                 self.panes
                     .push(Pane::new(pane, title, PaneSize { rows, cols }));
                 let index = self.panes.len() - 1;
-                if std::mem::take(&mut self.awaiting_created) || self.panes.len() == 1 {
+                let reselected = self.reselect == Some(pane);
+                if reselected {
+                    self.reselect = None;
+                }
+                if std::mem::take(&mut self.awaiting_created) || self.panes.len() == 1 || reselected
+                {
                     self.select(index);
                 }
                 if (rows, cols) != (self.size.rows, self.size.cols) {
@@ -791,6 +812,30 @@ mod tests {
             titles(&app),
             ["p1"],
             "no tab for a settled report of an unknown pane"
+        );
+    }
+
+    #[test]
+    fn a_second_hello_starts_over_and_keeps_the_pane_in_view() {
+        let mut app = app();
+        app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+        created(&mut app, 1);
+        created(&mut app, 2);
+        app.on_input(b"\x062");
+        output(&mut app, 2, b"before");
+        app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+        assert!(app.panes.is_empty());
+        assert_eq!(app.outcome, None, "a replay is not the end of the panes");
+        created(&mut app, 1);
+        created(&mut app, 2);
+        output(&mut app, 2, b"replayed");
+        app.parse_pending(usize::MAX);
+        let pane = app.active_pane().expect("a pane in view");
+        assert_eq!(pane.id, 2);
+        assert_eq!(
+            pane.screen.screen().contents(),
+            "replayed",
+            "no state from before"
         );
     }
 
