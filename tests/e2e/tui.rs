@@ -70,11 +70,7 @@ impl Tui {
         }
         // Local time is UTC here, so a deadline is drawn as a known HH:MM.
         command.args(["-e", "TZ=UTC"]);
-        // After nightcrow ends: its exit code and the terminal's modes, for the restore tests.
-        command.arg(format!(
-            "{} {args}; echo EXITED $?; stty -a | tr ' ' '\\n' | grep -x -e '-\\?icanon' -e '-\\?echo'; exec sleep 600",
-            env!("CARGO_BIN_EXE_nightcrow")
-        ));
+        command.arg(then_report(args));
         let started = command.status().unwrap();
         assert!(started.success(), "tmux did not start");
         Some(tui)
@@ -206,6 +202,15 @@ impl Drop for Tui {
         let _ = self.tmux().arg("kill-server").status();
         let _ = nightcrow(self.home()).arg("stop").output();
     }
+}
+
+/// `nightcrow ARGS`, then what the restore tests read: its exit code and the terminal's
+/// modes after it.
+fn then_report(args: &str) -> String {
+    format!(
+        "{} {args}; echo EXITED $?; stty -a | tr ' ' '\\n' | grep -x -e '-\\?icanon' -e '-\\?echo'; exec sleep 600",
+        env!("CARGO_BIN_EXE_nightcrow")
+    )
 }
 
 fn signal(pid: u32, name: &str) {
@@ -518,10 +523,7 @@ fn the_terminal_is_restored_after_sigterm_and_after_the_daemon_dies() {
 
     tui.tmux()
         .args(["respawn-pane", "-k"])
-        .arg(format!(
-            "{} attach; echo EXITED $?; stty -a | tr ' ' '\\n' | grep -x -e '-\\?icanon' -e '-\\?echo'; exec sleep 600",
-            env!("CARGO_BIN_EXE_nightcrow")
-        ))
+        .arg(then_report("attach"))
         .status()
         .unwrap();
     tui.wait_for("the pane again", |screen| screen.starts_with(" 1:shell"));

@@ -29,6 +29,18 @@ async fn owner_of(hub: &TestHub, pane: PaneId) -> Option<String> {
     pane.and_then(|pane| pane.owner.clone())
 }
 
+/// Waits until clients hear that `plugin` failed.
+async fn plugin_failed(hub: &mut TestHub, plugin: &str) {
+    hub.client
+        .message(|message| match message {
+            HubMessage::Plugin { name, state, .. } if name == plugin && state == "failed" => {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+}
+
 async fn reload(hub: &TestHub) -> ReloadReport {
     crate::util::within("reload", hub.hub.reload(hub.config.clone()))
         .await
@@ -172,14 +184,7 @@ async fn a_crash_retires_holds_and_the_successor_gets_live_panes(kind: RuntimeKi
     hub.client
         .saw(HubMessage::Recovery(RecoveryReport::cancelled(held.get())))
         .await;
-    hub.client
-        .message(|message| match message {
-            HubMessage::Plugin { name, state, .. } if name == owner && state == "failed" => {
-                Some(())
-            }
-            _ => None,
-        })
-        .await;
+    plugin_failed(&mut hub, owner).await;
     events(owner, 2, |event| match event {
         Event::PaneOpened { token: t, .. } if *t == token => Some(()),
         _ => None,
@@ -209,14 +214,7 @@ async fn a_pane_held_during_a_restart_is_replayed_to_the_successor() {
     let (token, generation) = opened_token(owner, "held").await;
 
     hub.input(survivor, "echo boom\r").await;
-    hub.client
-        .message(|message| match message {
-            HubMessage::Plugin { name, state, .. } if name == owner && state == "failed" => {
-                Some(())
-            }
-            _ => None,
-        })
-        .await;
+    plugin_failed(&mut hub, owner).await;
     hub.go();
     hub.client
         .saw(HubMessage::Exited {
