@@ -84,7 +84,8 @@ impl Worker {
             ClientRequest::Input { pane, data } => {
                 let (pane, token) = self.live_pane(pane)?;
                 // SPEC §6.4: the owner hears of the person, and its budget is cleared, before
-                // the bytes reach the PTY.
+                // the bytes reach the PTY; output the pane printed before comes first.
+                self.flush_output(&token);
                 if let Some(event) = self.slot_event(&token, |token, generation| Event::UserInput {
                     token,
                     generation,

@@ -6,10 +6,12 @@
 //!
 //! Split by job: [`clients`] (client requests, attach, status, broadcasts), [`commands`]
 //! (plugin commands through the guard), [`panes`] (opening panes, pane events, holds,
-//! adoption), [`plugins`] (supervision and reload).
+//! adoption), [`output`] (what an owner hears of a pane's output), [`plugins`]
+//! (supervision and reload).
 
 mod clients;
 mod commands;
+mod output;
 mod panes;
 mod plugins;
 
@@ -49,6 +51,8 @@ struct SlotRecord {
     intended: Option<String>,
     /// Set while the exited pane waits for its owner to relaunch it (SPEC §6.2).
     hold: Option<Hold>,
+    /// Output text on its way to the owner.
+    output: output::OutputBatch,
 }
 
 impl SlotRecord {
@@ -150,6 +154,7 @@ impl Worker {
         loop {
             let idle_at = self.table.next_idle_deadline();
             let expiry_at = self.holds().map(|(_, hold)| hold.deadline).min();
+            let output_at = self.slots.values().filter_map(|r| r.output.due()).min();
             tokio::select! {
                 request = self.requests.recv() => match request {
                     Some(request) => {
@@ -176,6 +181,7 @@ impl Worker {
                 }
                 () = sleep_until(idle_at) => self.on_idle(),
                 () = sleep_until(expiry_at) => self.expire_holds(),
+                () = sleep_until(output_at) => self.flush_due_output(),
             }
         }
     }

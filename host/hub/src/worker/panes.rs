@@ -62,6 +62,7 @@ impl Worker {
             owner: None,
             intended: None,
             hold: None,
+            output: Default::default(),
         };
         self.broadcast(Frame::Message(created(pane, &record)));
         self.slots.insert(self.token_of(pane), record);
@@ -86,13 +87,13 @@ impl Worker {
                 let (Some(text), Some(slot)) = (text, self.table.slot(pane)) else {
                     return;
                 };
-                let event = Event::PaneOutput {
-                    token: slot.token().clone(),
-                    generation: slot.generation(),
-                    text,
-                };
                 let token = slot.token().clone();
-                self.send_to_owner(&token, event);
+                let Some(record) = self.slots.get_mut(&token).filter(|r| r.owner.is_some()) else {
+                    return;
+                };
+                if let Some(text) = record.output.push(&text, Instant::now()) {
+                    self.send_output(&token, text);
+                }
             }
             PaneEvent::Exited { pane, code } => self.on_exit(pane, code),
         }
@@ -106,6 +107,8 @@ impl Worker {
         };
         let token = slot.token().clone();
         let generation = slot.generation();
+        // The last words before the exit reach the owner before the exit does.
+        self.flush_output(&token);
         self.table.mark_exited(pane);
         let (owned, relaunchable) = self.slots.get(&token).map_or((false, false), |record| {
             (record.owner.is_some(), record.launch_command().is_some())
@@ -147,6 +150,7 @@ impl Worker {
 
     pub(super) fn on_idle(&mut self) {
         for idle in self.table.take_idle(Instant::now()) {
+            self.flush_output(&idle.token);
             let event = Event::PaneIdle {
                 token: idle.token.clone(),
                 generation: idle.generation,
@@ -172,6 +176,7 @@ impl Worker {
     /// A slot is going (SPEC §6.4): `pane_closed` to its owner, forget it (budget too),
     /// retire the slot, and tell clients any recovery is over — in that order.
     pub(super) fn end_slot(&mut self, token: &Token) {
+        self.flush_output(token);
         let pane = self.table.resolve(token);
         if let Some(event) = self.slot_event(token, |token, generation| Event::PaneClosed {
             token,
@@ -183,6 +188,35 @@ impl Worker {
         self.table.retire_slot(token);
         if let Some(pane) = pane {
             self.broadcast_cancelled(pane);
+        }
+    }
+
+    /// Sends the owner the text that waited for its turn, for every pane whose turn it is.
+    pub(super) fn flush_due_output(&mut self) {
+        let now = Instant::now();
+        for token in self.tokens_where(|record| record.output.due().is_some_and(|due| due <= now)) {
+            self.flush_output(&token);
+        }
+    }
+
+    /// Sends the owner whatever text of the pane is still pending.
+    pub(super) fn flush_output(&mut self, token: &Token) {
+        let text = self
+            .slots
+            .get_mut(token)
+            .and_then(|record| record.output.take(Instant::now()));
+        if let Some(text) = text {
+            self.send_output(token, text);
+        }
+    }
+
+    fn send_output(&mut self, token: &Token, text: String) {
+        if let Some(event) = self.slot_event(token, |token, generation| Event::PaneOutput {
+            token,
+            generation,
+            text,
+        }) {
+            self.send_to_owner(token, event);
         }
     }
 

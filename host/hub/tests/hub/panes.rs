@@ -12,9 +12,72 @@ use crate::util::{
 };
 
 crate::on_both_runtimes!(
+    the_last_words_before_idle_and_exit_reach_the_owner_under_a_flood,
     output_reaches_clients_raw_and_the_owner_stripped,
     the_token_is_in_the_pane_env_and_never_in_a_plugins
 );
+
+/// Output reaches the owner coalesced (docs/hub.md), but never without its tail: after
+/// 100 MB of flood each, the line printed just before the pane goes quiet and the line
+/// printed just before it exits both reach the plugin, which calls for attention on them;
+/// the second call comes before the status it sends when it hears of the exit.
+async fn the_last_words_before_idle_and_exit_reach_the_owner_under_a_flood(kind: RuntimeKind) {
+    let owner: &str = &format!("last-words-{kind:?}");
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup(
+        "flood",
+        &crate::util::after_go(
+            "yes flood | head -c 100000000; echo last-words; \
+             until [ -e again ]; do sleep 0.05; done; \
+             yes flood | head -c 100000000; echo last-words",
+        ),
+        Some(owner),
+    )];
+    config.plugins = vec![scripted_on(
+        owner,
+        kind,
+        &["attention_on=last-words", "exit_status=held"],
+    )];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    opened_token(owner, "flood").await;
+    let attention = HubMessage::Attention { pane: pane.get() };
+    let flooding = std::time::Instant::now();
+    hub.go();
+    // The pane waits, quiet, until the plugin has heard its last words.
+    hub.client.saw(attention.clone()).await;
+    hub.touch("again");
+    hub.client
+        .message(|message| match message {
+            HubMessage::Recovery(report) if report.pane == pane.get() => Some(()),
+            _ => None,
+        })
+        .await;
+    let attentions = hub
+        .client
+        .messages
+        .iter()
+        .take_while(|message| !matches!(message, HubMessage::Recovery(_)))
+        .filter(|message| **message == attention)
+        .count();
+    assert_eq!(
+        attentions, 2,
+        "the last words before the exit came late or never"
+    );
+    // At most one event per 50 ms, plus the flushes before idle and exit: a bound the
+    // design guarantees however fast or slow the machine is.
+    let bound = flooding.elapsed().as_millis() / 50 + 4;
+    let outputs = crate::util::events_of(owner)
+        .iter()
+        .filter(|event| matches!(event, Event::PaneOutput { .. }))
+        .count();
+    assert!(
+        outputs as u128 <= bound,
+        "{outputs} pane_output events in {:?}: not coalesced",
+        flooding.elapsed()
+    );
+    hub.shutdown().await;
+}
 
 /// Raw bytes reach the client, typed input is echoed, and the owner gets the same output as
 /// plain text (escape sequences stripped).

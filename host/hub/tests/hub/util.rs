@@ -147,7 +147,12 @@ impl TestHub {
 
     /// Lets the panes started with [`after_go`] run.
     pub fn go(&self) {
-        std::fs::write(self.repo.path().join("go"), "").expect("the go file");
+        self.touch("go");
+    }
+
+    /// Creates the empty file `name` in the repository (what waiting panes look for).
+    pub fn touch(&self, name: &str) {
+        std::fs::write(self.repo.path().join(name), "").expect("a file in the repository");
     }
 
     pub async fn input(&self, pane: PaneId, data: &str) {
