@@ -1,7 +1,10 @@
 //! The hub's throughput benchmark: a pane `cat`s a large file and one client receives every
 //! byte; measured with no plugin, with the bundled recovery plugin watching the pane as wasm,
-//! and with the same plugin built natively. Printed as a table with ratios against the
-//! no-plugin baseline of the same run.
+//! and with the same plugin built natively. Two baselines in the same run show what the hub
+//! costs against the limit: the same `cat` read straight off a bare PTY (no hub at all), and,
+//! when tmux is installed, through a tmux session with a client attached (until the last line
+//! is on the client's screen). Printed as a table with ratios against the bare PTY and
+//! against the hub with no plugin.
 //!
 //! `cargo bench -p nightcrow-hub --bench throughput` measures (200 MB); `-- --quick` (through
 //! `cargo test -p nightcrow-hub --bench throughput -- --quick`) streams 2 MB to prove the
@@ -34,7 +37,10 @@ fn main() {
     })
     .expect("plugin runtime");
 
-    let mut rows = Vec::new();
+    let mut rows = vec![("bare PTY, no hub", Some(bare_pty(&file, expected)))];
+    if let Some(seconds) = tmux(&file) {
+        rows.push(("tmux, a client attached", Some(seconds)));
+    }
     for (what, plugin) in [
         ("no plugin", None),
         ("recovery, wasm", Some(RuntimeKind::Wasm)),
@@ -44,6 +50,89 @@ fn main() {
         rows.push((what, seconds));
     }
     print_table(&rows, expected, quick);
+}
+
+/// Seconds from spawning `cat` in a PTY of our own until every byte is read off it: the
+/// limit a hub's reader thread works against.
+fn bare_pty(file: &Path, expected: usize) -> f64 {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::Read;
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 80,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("a PTY");
+    let mut reader = pair.master.try_clone_reader().expect("a reader");
+    let mut command = CommandBuilder::new("cat");
+    command.arg(file);
+    let started = Instant::now();
+    let mut child = pair.slave.spawn_command(command).expect("cat starts");
+    drop(pair.slave);
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut received = 0;
+    while received < expected {
+        match reader.read(&mut buffer) {
+            Ok(0) | Err(_) => panic!("the PTY ended after {received} of {expected} bytes"),
+            Ok(n) => received += n,
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let _ = child.wait();
+    seconds
+}
+
+/// Seconds from starting a tmux session that `cat`s the file, with a client attached in a
+/// PTY of 50×200, until the line printed after it is on that client's screen; `None`
+/// without tmux.
+fn tmux(file: &Path) -> Option<f64> {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::Read;
+    std::process::Command::new("tmux").arg("-V").output().ok()?;
+    let server = format!("nightcrow-bench-{}", std::process::id());
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 50,
+            cols: 200,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("a PTY");
+    let mut reader = pair.master.try_clone_reader().expect("a reader");
+    let mut command = CommandBuilder::new("tmux");
+    command.args(["-L", &server, "-f", "/dev/null", "new-session"]);
+    // Printed with a format, so the command line tmux may show never contains the marker.
+    command.arg(format!(
+        "cat '{}'; printf 'END-%s\\n' OF-BENCH; sleep 60",
+        file.display()
+    ));
+    command.env("TERM", "xterm-256color");
+    let started = Instant::now();
+    let mut client = pair.slave.spawn_command(command).expect("tmux starts");
+    drop(pair.slave);
+    let marker = b"END-OF-BENCH";
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut tail: Vec<u8> = Vec::new();
+    let seconds = loop {
+        match reader.read(&mut buffer) {
+            Ok(0) | Err(_) => panic!("the tmux client ended before the end of the file"),
+            Ok(n) => {
+                tail.extend_from_slice(&buffer[..n]);
+                if tail.windows(marker.len()).any(|window| window == marker) {
+                    break started.elapsed().as_secs_f64();
+                }
+                let keep = tail.len().saturating_sub(marker.len());
+                tail.drain(..keep);
+            }
+        }
+    };
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &server, "kill-server"])
+        .status();
+    let _ = client.wait();
+    Some(seconds)
 }
 
 fn write_file(path: &Path, lines: usize) {
@@ -171,20 +260,24 @@ fn print_table(rows: &[(&str, Option<f64>)], bytes: usize, quick: bool) {
         }
     );
     println!(
-        "{:<20} {:>10} {:>10} {:>10}",
-        "", "seconds", "MB/s", "vs none"
+        "{:<24} {:>10} {:>10} {:>12} {:>12}",
+        "", "seconds", "MB/s", "vs bare PTY", "vs no plugin"
     );
-    let baseline = rows[0].1;
+    let seconds_of = |name: &str| rows.iter().find(|(what, _)| *what == name)?.1;
+    let bare = seconds_of("bare PTY, no hub");
+    let no_plugin = seconds_of("no plugin");
     for (what, seconds) in rows {
         match seconds {
             Some(seconds) => {
-                let ratio = baseline.map_or(f64::NAN, |base| base / seconds);
+                let ratio = |base: Option<f64>| base.map_or(f64::NAN, |base| base / seconds);
                 println!(
-                    "{what:<20} {seconds:>10.3} {:>10.1} {ratio:>10.2}",
-                    megabytes / seconds
+                    "{what:<24} {seconds:>10.3} {:>10.1} {:>12.2} {:>12.2}",
+                    megabytes / seconds,
+                    ratio(bare),
+                    ratio(no_plugin)
                 );
             }
-            None => println!("{what:<20} {:>10}", "client fell behind (disconnected)"),
+            None => println!("{what:<24} {:>10}", "client fell behind (disconnected)"),
         }
     }
 }
