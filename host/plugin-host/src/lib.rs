@@ -82,6 +82,8 @@ pub enum StartError {
     BadSandbox { message: String },
     #[error("{plugin} is built into the daemon and runs only as wasm, not as a native plugin")]
     NativeBuiltin { plugin: String },
+    #[error("{plugin} is an installed wasm plugin and runs only as wasm, not as a native plugin")]
+    NativeInstalled { plugin: String },
     #[error("cannot start {}: {message}", path.display())]
     Spawn { path: PathBuf, message: String },
 }

@@ -183,7 +183,9 @@ impl PluginRuntime {
 
     async fn compile(&self, source: &PluginSource) -> Result<Compiled, StartError> {
         let bytes: Arc<[u8]> = match source {
-            PluginSource::Builtin { bytes, .. } => bytes.clone(),
+            PluginSource::Builtin { bytes, .. } | PluginSource::Installed { bytes, .. } => {
+                bytes.clone()
+            }
             PluginSource::Path(path) => tokio::fs::read(path)
                 .await
                 .map_err(|error| StartError::Read {
