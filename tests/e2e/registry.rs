@@ -1,12 +1,17 @@
 //! `nightcrow plugin install | list | remove` as real processes in a temp `NIGHTCROW_HOME`,
-//! and the daemon-side rule that an installed file runs only with its recorded hash.
+//! and the daemon-side rule that an installed file runs only with its recorded hash: the
+//! bytes checked are the bytes run, at every start and restart.
 
 use std::path::Path;
 use std::process::Output;
+use std::time::Duration;
 
+use nightcrow_daemon::{Home, mapping};
+use nightcrow_plugin_host::{ExitCause, Lifecycle, RestartPolicy, Supervised, Supervisor};
+use nightcrow_protocol::{Command, Event};
 use nightcrow_test_plugin_artifacts as guests;
 
-use crate::util::nightcrow;
+use crate::util::{nightcrow, runtime, token, within};
 
 fn run(home: &Path, args: &[&str]) -> Output {
     nightcrow(home)
@@ -161,5 +166,94 @@ fn install_refuses_what_is_not_wasm_what_fails_the_audit_and_bad_names() {
     assert!(
         stdout(&listed).contains("no plugins installed"),
         "{listed:?}"
+    );
+}
+
+/// The next item from `supervisor`, under the step timeout.
+async fn next(supervisor: &mut Supervisor) -> Supervised {
+    within("the supervised plugin", supervisor.next()).await
+}
+
+#[tokio::test]
+async fn a_restarted_installed_plugin_runs_the_bytes_that_were_checked_not_a_swapped_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path().to_owned());
+    home.plugins()
+        .install(
+            runtime(),
+            Path::new(guests::SCRIPTED_WASM),
+            Some("swap"),
+            false,
+        )
+        .await
+        .expect("the scripted guest installs");
+    let text = "[[plugin]]\nname = \"swap\"\ncommand = \"swap\"\nargs = [\"exit_on=BOOM\"]\n";
+    let config = nightcrow_config::parse(&home.config(), text, dir.path()).expect("config");
+    let (hub, unusable) = mapping::hub_config(&config, &home, dir.path());
+    assert_eq!(unusable, []);
+    let spec = hub.plugins[0].spec.clone();
+    let policy = RestartPolicy {
+        first_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(10),
+        ..RestartPolicy::default()
+    };
+    let mut supervisor = Supervisor::new(runtime().clone(), spec, policy);
+    assert_eq!(
+        next(&mut supervisor).await,
+        Supervised::Lifecycle(Lifecycle::Started)
+    );
+
+    // Swapped behind the registry's back after the check: the echo guest would answer a
+    // `pane_output` with its own reply and keep running.
+    std::fs::copy(guests::ECHO_WASM, dir.path().join("plugins/swap.wasm")).unwrap();
+
+    let boom = || Event::PaneOutput {
+        token: token(1),
+        generation: 1,
+        text: "BOOM".to_owned(),
+    };
+    for round in 0..2 {
+        assert!(
+            supervisor.send(boom()),
+            "round {round}: no instance to send to"
+        );
+        // The scripted guest logs what it saw, then exits; the echo guest would not.
+        match next(&mut supervisor).await {
+            Supervised::Command(Command::Log { message, .. }) => {
+                assert!(message.starts_with("event "), "round {round}: {message}");
+            }
+            other => panic!("round {round}: not the checked plugin's log: {other:?}"),
+        }
+        // (A wasip2 guest's nonzero exit code reaches the host as 1.)
+        let failed = next(&mut supervisor).await;
+        assert!(
+            matches!(
+                failed,
+                Supervised::Lifecycle(Lifecycle::Failed {
+                    cause: ExitCause::Exited { code: 1.. }
+                })
+            ),
+            "round {round}: {failed:?}"
+        );
+        assert!(matches!(
+            next(&mut supervisor).await,
+            Supervised::Lifecycle(Lifecycle::Restarting { .. })
+        ));
+        assert_eq!(
+            next(&mut supervisor).await,
+            Supervised::Lifecycle(Lifecycle::Started),
+            "round {round}"
+        );
+    }
+    within("shutdown", supervisor.shutdown()).await;
+
+    // The next resolution reads the file again and refuses it.
+    let refused = mapping::hub_config(&config, &home, dir.path()).1;
+    assert_eq!(refused.len(), 1);
+    assert!(
+        refused[0]
+            .message
+            .contains("changed since it was installed"),
+        "{refused:?}"
     );
 }

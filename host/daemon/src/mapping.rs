@@ -1,5 +1,5 @@
 //! From the config file's values to what a hub runs: the one place a `[[plugin]]` becomes a
-//! [`PluginSpec`] (builtin bytes, a path, or an installed file with its hash checked) and a
+//! [`PluginSpec`] (builtin bytes, a path, or an installed file's bytes with their hash checked) and a
 //! [`PluginPolicy`], and `[shell]` a [`Shell`].
 
 use std::path::{Path, PathBuf};
@@ -102,18 +102,30 @@ fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<
             ),
         },
         PluginCommand::Path(path) => PluginSource::Path(path.clone()),
-        PluginCommand::Installed(name) => PluginSource::Path(
-            home.plugins()
-                .resolve(name)
-                .map_err(|error| error.to_string())?,
-        ),
+        // The checked bytes themselves, so restarts never read the file again.
+        PluginCommand::Installed(name) => home
+            .plugins()
+            .load(name)
+            .map_err(|error| error.to_string())?,
     };
     let runtime = match plugin.runtime {
         Runtime::Wasm => RuntimeKind::Wasm,
         Runtime::Native => RuntimeKind::Native,
     };
-    if runtime == RuntimeKind::Native && matches!(source, PluginSource::Builtin { .. }) {
-        return Err("a builtin plugin runs as wasm only; remove `runtime = \"native\"`".into());
+    if runtime == RuntimeKind::Native {
+        match source {
+            PluginSource::Builtin { .. } => {
+                return Err(
+                    "a builtin plugin runs as wasm only; remove `runtime = \"native\"`".into(),
+                );
+            }
+            PluginSource::Installed { .. } => {
+                return Err(
+                    "an installed plugin runs as wasm only; remove `runtime = \"native\"`".into(),
+                );
+            }
+            PluginSource::Path(_) => {}
+        }
     }
     Ok(HubPlugin {
         spec: PluginSpec {

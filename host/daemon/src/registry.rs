@@ -3,10 +3,13 @@
 //!
 //! A config names an installed plugin by its bare name. The daemon runs it only if the file
 //! still has the hash it was installed with: a file swapped behind the registry's back is
-//! refused, not run with the grants the user gave the original.
+//! refused, not run with the grants the user gave the original. [`Registry::load`] reads the
+//! file once and hands out the bytes it checked, so what runs (at every start and restart)
+//! is exactly what was checked, never a later read of the same path.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nightcrow_plugin_host::{PluginRuntime, PluginSource};
 use sha2::{Digest, Sha256};
@@ -104,8 +107,15 @@ impl Registry {
         if !bytes.starts_with(b"\0asm") {
             return Err(RegistryError::NotWasm(file.to_owned()));
         }
+        let bytes: Arc<[u8]> = bytes.into();
+        // The audit sees the bytes that are copied in, not a second read of `file`.
+        let audited = PluginSource::Installed {
+            name: name.clone(),
+            path: file.to_owned(),
+            bytes: bytes.clone(),
+        };
         let imports = runtime
-            .check(&PluginSource::Path(file.to_owned()))
+            .check(&audited)
             .await
             .map_err(|e| RegistryError::Audit {
                 path: file.to_owned(),
@@ -169,23 +179,45 @@ impl Registry {
         }
     }
 
-    /// The file of an installed plugin, if it still has its recorded hash.
+    /// The file of an installed plugin, if it still has its recorded hash. For naming the
+    /// file only: to run the plugin, use [`Registry::load`].
     pub fn resolve(&self, name: &str) -> Result<PathBuf, RegistryError> {
+        self.checked(name).map(|(entry, _)| entry.path)
+    }
+
+    /// What the daemon runs for an installed plugin: its bytes, read once and checked against
+    /// the recorded hash. The returned source carries those bytes, so no later start reads the
+    /// file again.
+    pub fn load(&self, name: &str) -> Result<PluginSource, RegistryError> {
+        let (entry, bytes) = self.checked(name)?;
+        Ok(PluginSource::Installed {
+            name: entry.name,
+            path: entry.path,
+            bytes: bytes.into(),
+        })
+    }
+
+    /// The entry and the bytes that were hashed, if they have the recorded hash.
+    fn checked(&self, name: &str) -> Result<(Installed, Vec<u8>), RegistryError> {
         validate_name(name)?;
-        let entry = self.entry(name)?;
+        let (entry, bytes) = self.read_entry(name)?;
         if entry.intact {
-            Ok(entry.path)
+            Ok((entry, bytes))
         } else {
-            let actual = hex_sha256(&read_capped(&entry.path)?);
             Err(RegistryError::Modified {
                 path: entry.path,
                 recorded: entry.sha256,
-                actual,
+                actual: hex_sha256(&bytes),
             })
         }
     }
 
     fn entry(&self, name: &str) -> Result<Installed, RegistryError> {
+        self.read_entry(name).map(|(entry, _)| entry)
+    }
+
+    /// Reads the file once; the entry's `intact` is about exactly the bytes returned.
+    fn read_entry(&self, name: &str) -> Result<(Installed, Vec<u8>), RegistryError> {
         let path = self.wasm_path(name);
         if !path.exists() {
             return Err(RegistryError::NotInstalled(name.to_owned()));
@@ -202,13 +234,14 @@ impl Registry {
             Err(error) => return Err(io(&hash_path)(error)),
         };
         let actual = hex_sha256(&bytes);
-        Ok(Installed {
+        let entry = Installed {
             name: name.to_owned(),
             path,
             size: bytes.len() as u64,
             intact: actual == recorded,
             sha256: recorded,
-        })
+        };
+        Ok((entry, bytes))
     }
 
     fn wasm_path(&self, name: &str) -> PathBuf {

@@ -50,6 +50,18 @@ impl HubPlugin {
                 PluginSource::Builtin { name: a, bytes: x },
                 PluginSource::Builtin { name: b, bytes: y },
             ) => a == b && x == y,
+            (
+                PluginSource::Installed {
+                    name: a,
+                    path: p,
+                    bytes: x,
+                },
+                PluginSource::Installed {
+                    name: b,
+                    path: q,
+                    bytes: y,
+                },
+            ) => a == b && p == q && x == y,
             _ => false,
         };
         same_source

@@ -38,11 +38,14 @@
 //! ```
 
 mod audit;
+mod engine;
+mod limits;
 mod native;
 mod plugin;
 mod process;
 mod ratelimit;
 mod runtime;
+mod sniff;
 mod spec;
 mod supervisor;
 mod wasm;
@@ -50,13 +53,15 @@ mod wasm;
 use std::path::PathBuf;
 
 pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, import_allowed};
+pub use engine::{CacheStats, RuntimeConfig, RuntimeError};
+pub use limits::{EPOCH_TICK, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 pub use nightcrow_guard::ConnectRuleError;
 pub use plugin::{Health, INBOUND_QUEUE, OUTBOUND_QUEUE, Plugin, PluginState, SHUTDOWN_GRACE};
 pub use process::{BoxFuture, ExitCause, Launched, PluginProcess};
-pub use runtime::{CacheStats, EPOCH_TICK, PluginRuntime, RuntimeConfig, RuntimeError};
+pub use runtime::PluginRuntime;
 pub use spec::{ConnectRule, PluginSource, PluginSpec, RuntimeKind, Sandbox};
 pub use supervisor::{Backoff, Decision, Lifecycle, RestartPolicy, Supervised, Supervisor};
-pub use wasm::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, PIPE_BYTES};
+pub use wasm::PIPE_BYTES;
 
 /// The variable that tells a plugin its runtime dir (SPEC §5.4); always set, last.
 pub const RUNTIME_DIR_VAR: &str = "NIGHTCROW_PLUGIN_RUNTIME_DIR";
@@ -82,6 +87,8 @@ pub enum StartError {
     BadSandbox { message: String },
     #[error("{plugin} is built into the daemon and runs only as wasm, not as a native plugin")]
     NativeBuiltin { plugin: String },
+    #[error("{plugin} is an installed wasm plugin and runs only as wasm, not as a native plugin")]
+    NativeInstalled { plugin: String },
     #[error("cannot start {}: {message}", path.display())]
     Spawn { path: PathBuf, message: String },
 }

@@ -12,10 +12,18 @@ use crate::{RUNTIME_DIR_VAR, StartError};
 /// Spawns the child. Environment: `[plugin.env]` only, like a wasm guest, plus the runtime
 /// dir (and on Windows `SystemRoot`, without which system DLLs fail to initialise).
 pub(crate) fn launch(spec: &PluginSpec) -> Result<Launched, StartError> {
-    let PluginSource::Path(path) = &spec.source else {
-        return Err(StartError::NativeBuiltin {
-            plugin: spec.source.to_string(),
-        });
+    let path = match &spec.source {
+        PluginSource::Path(path) => path,
+        PluginSource::Builtin { .. } => {
+            return Err(StartError::NativeBuiltin {
+                plugin: spec.source.to_string(),
+            });
+        }
+        PluginSource::Installed { name, .. } => {
+            return Err(StartError::NativeInstalled {
+                plugin: name.clone(),
+            });
+        }
     };
     let mut command = Command::new(path);
     command

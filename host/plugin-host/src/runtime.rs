@@ -1,63 +1,14 @@
-//! The daemon-wide wasm runtime: one `Engine`, its epoch ticker, its compilation cache, the
-//! linkers, and one compiled form per plugin file.
+//! The plugin runtime as the rest of the daemon sees it: [`PluginRuntime`] starts a plugin
+//! on the wasm or the native runtime, checks a wasm plugin without starting it, and reports
+//! the compilation cache's counters. The engine behind it is in [`crate::engine`].
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, Linker as ComponentLinker};
-use wasmtime::{Cache, CacheConfig, Config, Engine, Linker as ModuleLinker, Module};
-use wasmtime_wasi::p2::bindings::CommandPre;
-
-use crate::audit::{offending_component_imports, offending_module_imports};
+use crate::engine::{CacheStats, RuntimeConfig, RuntimeError, WasmEngine};
 use crate::plugin::Plugin;
 use crate::spec::{PluginSource, PluginSpec, RuntimeKind};
-use crate::wasm::{ComponentState, ModuleState};
+use crate::wasm::Compiled;
 use crate::{StartError, native, wasm};
-
-/// How often the shared engine's epoch advances; the unit of `cpu_slice_ms`.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// How the daemon's runtime is set up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuntimeConfig {
-    /// Directory for wasmtime's compilation cache, created with mode 0700 if missing and
-    /// refused if another user owns it or others can access it. `None`: compile every
-    /// daemon start (tests that measure cold starts; machines without a cache dir).
-    pub cache_dir: Option<PathBuf>,
-}
-
-impl RuntimeConfig {
-    /// The per-user default: `<user cache dir>/nightcrow/wasmtime` (e.g.
-    /// `~/.cache/nightcrow/wasmtime` on Linux), or no cache if there is no home directory.
-    pub fn user_default() -> RuntimeConfig {
-        let cache_dir = directories_next::ProjectDirs::from("", "", "nightcrow")
-            .map(|dirs| dirs.cache_dir().join("wasmtime"));
-        RuntimeConfig { cache_dir }
-    }
-}
-
-/// Why the runtime could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    #[error("compilation cache directory {}: {message}", path.display())]
-    CacheDir { path: PathBuf, message: String },
-    #[error("wasmtime engine: {0}")]
-    Engine(String),
-}
-
-/// Compilation cache counters (wasmtime's own, since this runtime was created).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CacheStats {
-    /// Compilations served from the on-disk cache.
-    pub disk_hits: usize,
-    /// Compilations that ran cranelift and were then stored.
-    pub disk_misses: usize,
-    /// Starts that reused a component already compiled by this runtime (no disk access).
-    pub memory_hits: usize,
-}
 
 /// One per daemon: shared by every hub, every plugin instance and every restart.
 ///
@@ -65,32 +16,13 @@ pub struct CacheStats {
 /// clone and the last instance are gone.
 #[derive(Clone)]
 pub struct PluginRuntime {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    engine: Engine,
-    cache: Option<Cache>,
-    component_linker: ComponentLinker<ComponentState>,
-    module_linker: ModuleLinker<ModuleState>,
-    compiled: Mutex<HashMap<[u8; 32], Compiled>>,
-    memory_hits: std::sync::atomic::AtomicUsize,
-}
-
-/// A plugin file compiled, audited and linked: ready to instantiate.
-#[derive(Clone)]
-pub(crate) enum Compiled {
-    Component(CommandPre<ComponentState>),
-    Module(wasmtime::InstancePre<ModuleState>),
+    inner: Arc<WasmEngine>,
 }
 
 impl std::fmt::Debug for PluginRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginRuntime")
-            .field(
-                "cache_dir",
-                &self.inner.cache.as_ref().map(|c| c.directory()),
-            )
+            .field("cache_dir", &self.inner.cache_dir())
             .field("cache", &self.cache_stats())
             .finish()
     }
@@ -100,33 +32,8 @@ impl PluginRuntime {
     /// Builds the engine (epoch interruption on, the cache if configured), the linkers, and
     /// starts the epoch ticker.
     pub fn new(config: RuntimeConfig) -> Result<PluginRuntime, RuntimeError> {
-        let cache = match &config.cache_dir {
-            Some(dir) => Some(open_cache(dir)?),
-            None => None,
-        };
-        let mut wasm_config = Config::new();
-        wasm_config.epoch_interruption(true);
-        wasm_config.cache(cache.clone());
-        let engine =
-            Engine::new(&wasm_config).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let mut component_linker = ComponentLinker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut component_linker)
-            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let mut module_linker = ModuleLinker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_async(&mut module_linker, |state: &mut ModuleState| {
-            &mut state.wasi
-        })
-        .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        start_epoch_ticker(&engine);
         Ok(PluginRuntime {
-            inner: Arc::new(Inner {
-                engine,
-                cache,
-                component_linker,
-                module_linker,
-                compiled: Mutex::new(HashMap::new()),
-                memory_hits: Default::default(),
-            }),
+            inner: Arc::new(WasmEngine::new(&config)?),
         })
     }
 
@@ -135,8 +42,8 @@ impl PluginRuntime {
     pub async fn start(&self, spec: &PluginSpec) -> Result<Plugin, StartError> {
         let launched = match spec.runtime {
             RuntimeKind::Wasm => {
-                let compiled = self.compile(&spec.source).await?;
-                wasm::launch(&self.inner.engine, compiled, spec)?
+                let compiled = self.inner.compile(&spec.source).await?;
+                wasm::launch(self.inner.engine(), compiled, spec)?
             }
             RuntimeKind::Native => native::launch(spec)?,
         };
@@ -147,12 +54,12 @@ impl PluginRuntime {
     /// plugin check` reports. Returns the imports it passed the audit with; errors name the
     /// offending ones.
     pub async fn check(&self, source: &PluginSource) -> Result<Vec<String>, StartError> {
-        let imports = match self.compile(source).await? {
+        let imports = match self.inner.compile(source).await? {
             Compiled::Component(pre) => pre
                 .instance_pre()
                 .component()
                 .component_type()
-                .imports(&self.inner.engine)
+                .imports(self.inner.engine())
                 .map(|(name, _)| name.to_owned())
                 .collect(),
             Compiled::Module(pre) => pre
@@ -166,246 +73,6 @@ impl PluginRuntime {
 
     /// wasmtime's cache counters plus in-memory reuse.
     pub fn cache_stats(&self) -> CacheStats {
-        let (disk_hits, disk_misses) = self
-            .inner
-            .cache
-            .as_ref()
-            .map_or((0, 0), |cache| (cache.cache_hits(), cache.cache_misses()));
-        CacheStats {
-            disk_hits,
-            disk_misses,
-            memory_hits: self
-                .inner
-                .memory_hits
-                .load(std::sync::atomic::Ordering::Relaxed),
-        }
-    }
-
-    async fn compile(&self, source: &PluginSource) -> Result<Compiled, StartError> {
-        let bytes: Arc<[u8]> = match source {
-            PluginSource::Builtin { bytes, .. } => bytes.clone(),
-            PluginSource::Path(path) => tokio::fs::read(path)
-                .await
-                .map_err(|error| StartError::Read {
-                    path: path.clone(),
-                    message: error.to_string(),
-                })?
-                .into(),
-        };
-        // Keyed by content, never by path: a file replaced in place is a new plugin.
-        let key: [u8; 32] = Sha256::digest(&bytes).into();
-        if let Some(compiled) = self.lookup(&key) {
-            self.inner
-                .memory_hits
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return Ok(compiled);
-        }
-        let inner = self.inner.clone();
-        let label = source.to_string();
-        let compiled = tokio::task::spawn_blocking(move || inner.compile(&bytes, &label))
-            .await
-            .map_err(|error| StartError::Compile {
-                message: error.to_string(),
-            })??;
-        self.inner
-            .compiled
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(key, compiled.clone());
-        Ok(compiled)
-    }
-
-    fn lookup(&self, key: &[u8; 32]) -> Option<Compiled> {
-        self.inner
-            .compiled
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(key)
-            .cloned()
-    }
-}
-
-impl Inner {
-    fn compile(&self, bytes: &[u8], label: &str) -> Result<Compiled, StartError> {
-        let compile_error = |error: wasmtime::Error| StartError::Compile {
-            message: format!("{error:#}"),
-        };
-        let link_error = |error: wasmtime::Error| StartError::NotACommand {
-            message: format!("{error:#}"),
-        };
-        match wasm_layer(bytes) {
-            Some(WasmLayer::Component) => {
-                let component = Component::new(&self.engine, bytes).map_err(compile_error)?;
-                let offending = offending_component_imports(&self.engine, &component);
-                if !offending.is_empty() {
-                    return Err(StartError::ImportsRefused { offending });
-                }
-                let pre = self
-                    .component_linker
-                    .instantiate_pre(&component)
-                    .map_err(link_error)?;
-                Ok(Compiled::Component(
-                    CommandPre::new(pre).map_err(link_error)?,
-                ))
-            }
-            Some(WasmLayer::Module) => {
-                let module = Module::new(&self.engine, bytes).map_err(compile_error)?;
-                let offending = offending_module_imports(&module);
-                if !offending.is_empty() {
-                    return Err(StartError::ImportsRefused { offending });
-                }
-                if module.get_export("_start").is_none() {
-                    return Err(StartError::NotACommand {
-                        message: "core module exports no `_start`".to_owned(),
-                    });
-                }
-                let pre = self
-                    .module_linker
-                    .instantiate_pre(&module)
-                    .map_err(link_error)?;
-                Ok(Compiled::Module(pre))
-            }
-            None => Err(StartError::NotWasm {
-                plugin: label.to_owned(),
-            }),
-        }
-    }
-}
-
-enum WasmLayer {
-    Module,
-    Component,
-}
-
-/// The binary preamble: `\0asm`, a 16-bit version, a 16-bit layer (0 = core module,
-/// 1 = component). The text format is accepted too (wasmtime's `wat` feature), for tests.
-fn wasm_layer(bytes: &[u8]) -> Option<WasmLayer> {
-    match bytes {
-        [0, b'a', b's', b'm', _, _, 0, 0, ..] => Some(WasmLayer::Module),
-        [0, b'a', b's', b'm', _, _, 1, 0, ..] => Some(WasmLayer::Component),
-        _ => {
-            let text = std::str::from_utf8(bytes).ok()?.trim_start();
-            if text.starts_with("(component") {
-                Some(WasmLayer::Component)
-            } else if text.starts_with("(module") {
-                Some(WasmLayer::Module)
-            } else {
-                None
-            }
-        }
-    }
-}
-
-/// One thread per engine rather than a tokio task: the engine outlives any one tokio
-/// runtime (tests create many), and a tick must never wait behind a busy executor.
-fn start_epoch_ticker(engine: &Engine) {
-    let engine = engine.weak();
-    let spawned = std::thread::Builder::new()
-        .name("nightcrow-epoch".to_owned())
-        .spawn(move || {
-            while let Some(engine) = engine.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        });
-    if let Err(error) = spawned {
-        // Without ticks no guest is ever interrupted; the runtime must not run like that.
-        panic!("cannot start the epoch ticker thread: {error}");
-    }
-}
-
-/// Creates the cache directory private to this user and refuses one that is not: wasmtime
-/// loads native code from it, so whoever can write there can run code in the daemon.
-fn open_cache(dir: &Path) -> Result<Cache, RuntimeError> {
-    let refuse = |message: String| RuntimeError::CacheDir {
-        path: dir.to_owned(),
-        message,
-    };
-    ensure_private_dir(dir).map_err(refuse)?;
-    let mut config = CacheConfig::new();
-    config.with_directory(dir);
-    Cache::new(config).map_err(|error| refuse(format!("{error:#}")))
-}
-
-fn ensure_private_dir(dir: &Path) -> Result<(), String> {
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create parent: {e}"))?;
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    match builder.create(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(format!("cannot create: {error}")),
-    }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot inspect: {e}"))?;
-    if !meta.is_dir() {
-        return Err("is not a directory (symlinks are refused)".to_owned());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions, touches no memory and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(format!(
-                "is owned by uid {}, not by this user (uid {me})",
-                meta.uid()
-            ));
-        }
-        let mode = meta.mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(format!(
-                "has mode {mode:04o}; it must be private (chmod 700 it, or remove it)"
-            ));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[cfg(unix)]
-    #[test]
-    fn cache_dir_is_created_private_and_a_shared_one_is_refused() {
-        use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("a/b/cache");
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        ensure_private_dir(&dir).unwrap();
-
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let error = ensure_private_dir(&dir).unwrap_err();
-        assert!(error.contains("mode 0755"), "{error}");
-
-        let link = root.path().join("link");
-        std::os::unix::fs::symlink(&dir, &link).unwrap();
-        let error = ensure_private_dir(&link).unwrap_err();
-        assert!(error.contains("not a directory"), "{error}");
-    }
-
-    #[test]
-    fn layers_are_told_apart() {
-        assert!(matches!(
-            wasm_layer(b"\0asm\x01\0\0\0"),
-            Some(WasmLayer::Module)
-        ));
-        assert!(matches!(
-            wasm_layer(b"\0asm\x0d\0\x01\0"),
-            Some(WasmLayer::Component)
-        ));
-        assert!(matches!(wasm_layer(b"(module)"), Some(WasmLayer::Module)));
-        assert!(matches!(
-            wasm_layer(b" (component)"),
-            Some(WasmLayer::Component)
-        ));
-        assert!(wasm_layer(b"#!/bin/sh").is_none());
-        assert!(wasm_layer(b"\0asm").is_none());
+        self.inner.cache_stats()
     }
 }

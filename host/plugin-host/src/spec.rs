@@ -46,7 +46,19 @@ pub enum PluginSource {
         /// The component's bytes.
         bytes: Arc<[u8]>,
     },
-    /// A `.wasm` file (wasm) or an executable (native).
+    /// An installed plugin (a bare name in `command`): the bytes the registry read once and
+    /// checked against the SHA-256 recorded at install; wasm only. Every start and every
+    /// restart runs exactly these bytes and never reads `path` again, so a file changed on
+    /// disk after the check does not run until it is installed again.
+    Installed {
+        /// The installed name.
+        name: String,
+        /// The file the bytes were read from; for messages only.
+        path: PathBuf,
+        /// The checked bytes.
+        bytes: Arc<[u8]>,
+    },
+    /// A `.wasm` file (wasm) or an executable (native), read at every start.
     Path(PathBuf),
 }
 
@@ -56,6 +68,12 @@ impl fmt::Debug for PluginSource {
             PluginSource::Builtin { name, bytes } => {
                 write!(f, "builtin:{name} ({} bytes)", bytes.len())
             }
+            PluginSource::Installed { name, path, bytes } => write!(
+                f,
+                "installed:{name} ({}, {} bytes)",
+                path.display(),
+                bytes.len()
+            ),
             PluginSource::Path(path) => write!(f, "{}", path.display()),
         }
     }
@@ -65,6 +83,7 @@ impl fmt::Display for PluginSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PluginSource::Builtin { name, .. } => write!(f, "builtin:{name}"),
+            PluginSource::Installed { path, .. } => write!(f, "{}", path.display()),
             PluginSource::Path(path) => write!(f, "{}", path.display()),
         }
     }

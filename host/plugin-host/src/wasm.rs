@@ -1,26 +1,24 @@
-//! The wasm runtime: a guest in a store of the shared engine, run by one tokio task, with
-//! its capabilities from [`sandbox_context`] and its limits from the spec.
+//! The wasm launch: a compiled guest instantiated in a store of the shared engine and run by
+//! one tokio task, with its capabilities from [`sandbox_context`] (the WASI context) and its
+//! limits from [`crate::limits`].
 
-use std::future::Future;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::task::{Context, Poll};
 
 use tokio::io::DuplexStream;
 use tokio::task::JoinHandle;
-use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime::{Engine, Store};
 use wasmtime_wasi::cli::{AsyncStdinStream, AsyncStdoutStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{
     FsPerms, I32Exit, ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
+use crate::limits::{CountBusy, Flags, GuestLimits, configure_store, exit_cause};
 use crate::process::{BoxFuture, ExitCause, Launched, PluginProcess};
-use crate::runtime::{Compiled, EPOCH_TICK};
-use crate::spec::{PluginSpec, Sandbox};
+use crate::spec::PluginSpec;
 use crate::{RUNTIME_DIR_VAR, StartError};
 
 /// Bytes in flight in each stdio pipe between host and guest (SPEC §4.4).
@@ -29,12 +27,13 @@ pub const PIPE_BYTES: usize = 64 * 1024;
 const WRITE_BUDGET: usize = 4096;
 /// Largest `get-random-bytes` request: host-side buffers are not counted in `memory_mib`.
 const MAX_RANDOM_BYTES: u64 = 1024 * 1024;
-/// Core instances a store may hold; a Rust p2 command needs 3.
-pub const MAX_INSTANCES: usize = 8;
-/// Tables and memories a store may hold.
-pub const MAX_TABLES: usize = 8;
-/// Linear memories a store may hold.
-pub const MAX_MEMORIES: usize = 4;
+
+/// A plugin file compiled, audited and linked: ready to instantiate.
+#[derive(Clone)]
+pub(crate) enum Compiled {
+    Component(CommandPre<ComponentState>),
+    Module(wasmtime::InstancePre<ModuleState>),
+}
 
 /// Store data of a p2 component.
 pub(crate) struct ComponentState {
@@ -147,132 +146,6 @@ fn preopen_guest_path(dir: &Path) -> Result<&str, StartError> {
     })
 }
 
-/// `StoreLimits` plus a record of which limit stopped the guest, so the cause can say so.
-struct GuestLimits {
-    limits: StoreLimits,
-    flags: Arc<Flags>,
-}
-
-impl GuestLimits {
-    fn new(sandbox: &Sandbox, flags: Arc<Flags>) -> GuestLimits {
-        let bytes = usize::try_from(sandbox.memory_mib)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(1024 * 1024);
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(bytes)
-            // A table element is a pointer or two; this keeps tables within the same budget.
-            .table_elements(bytes / 16)
-            .instances(MAX_INSTANCES)
-            .tables(MAX_TABLES)
-            .memories(MAX_MEMORIES)
-            .trap_on_grow_failure(true)
-            .build();
-        GuestLimits { limits, flags }
-    }
-
-    fn note(&self, result: &wasmtime::Result<bool>) {
-        if !matches!(result, Ok(true)) {
-            self.flags.memory_limit.store(true, Ordering::Release);
-        }
-    }
-}
-
-impl ResourceLimiter for GuestLimits {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        let result = self.limits.memory_growing(current, desired, maximum);
-        self.note(&result);
-        result
-    }
-
-    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.memory_grow_failed(error)
-    }
-
-    fn table_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        let result = self.limits.table_growing(current, desired, maximum);
-        self.note(&result);
-        result
-    }
-
-    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.table_grow_failed(error)
-    }
-
-    fn instances(&self) -> usize {
-        self.limits.instances()
-    }
-
-    fn tables(&self) -> usize {
-        self.limits.tables()
-    }
-
-    fn memories(&self) -> usize {
-        self.limits.memories()
-    }
-}
-
-/// Shared between the store's callbacks and the task that runs the guest.
-#[derive(Debug, Default)]
-struct Flags {
-    /// Epoch ticks the guest has computed through since it last blocked.
-    busy_ticks: AtomicU32,
-    /// Set by the epoch callback when it makes the guest yield, so the task can tell that
-    /// `Pending` apart from the guest blocking in a host call.
-    epoch_yield: AtomicBool,
-    cpu_limit: AtomicBool,
-    memory_limit: AtomicBool,
-}
-
-/// Runs the guest's future and resets its busy-tick count whenever it blocks.
-struct CountBusy<F> {
-    flags: Arc<Flags>,
-    inner: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for CountBusy<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let poll = self.inner.as_mut().poll(cx);
-        if poll.is_pending() && !self.flags.epoch_yield.swap(false, Ordering::AcqRel) {
-            // Pending without an epoch yield: the guest waits in a host call (stdin, a timer,
-            // a full pipe). Its next run starts a fresh CPU slice.
-            self.flags.busy_ticks.store(0, Ordering::Release);
-        }
-        poll
-    }
-}
-
-fn configure_store<T: Send>(store: &mut Store<T>, sandbox: &Sandbox, flags: &Arc<Flags>) {
-    let slice_ticks = sandbox
-        .cpu_slice_ms
-        .div_ceil(u32::try_from(EPOCH_TICK.as_millis()).unwrap_or(10))
-        .max(1);
-    let flags = flags.clone();
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        let busy = flags.busy_ticks.fetch_add(1, Ordering::AcqRel) + 1;
-        if busy > slice_ticks {
-            flags.cpu_limit.store(true, Ordering::Release);
-            return Ok(UpdateDeadline::Interrupt);
-        }
-        // Yield rather than continue: a guest that never blocks must still return to the
-        // executor now and then, or aborting its task could never take effect.
-        flags.epoch_yield.store(true, Ordering::Release);
-        Ok(UpdateDeadline::Yield(1))
-    });
-}
-
 /// Instantiates `compiled` for `spec` and starts the task that runs it.
 pub(crate) fn launch(
     engine: &Engine,
@@ -332,29 +205,6 @@ pub(crate) fn launch(
         stderr: Box::new(host_pipes.stderr),
         process: Box::new(WasmProcess { task, ended: None }),
     })
-}
-
-fn exit_cause(result: wasmtime::Result<()>, flags: &Flags, sandbox: &Sandbox) -> ExitCause {
-    let error = match result {
-        Ok(()) => return ExitCause::Exited { code: 0 },
-        Err(error) => error,
-    };
-    if let Some(exit) = error.downcast_ref::<I32Exit>() {
-        return ExitCause::Exited { code: exit.0 };
-    }
-    if flags.cpu_limit.load(Ordering::Acquire) {
-        return ExitCause::CpuLimit {
-            slice_ms: sandbox.cpu_slice_ms,
-        };
-    }
-    if flags.memory_limit.load(Ordering::Acquire) {
-        return ExitCause::MemoryLimit {
-            limit_mib: sandbox.memory_mib,
-        };
-    }
-    ExitCause::Trapped {
-        message: format!("{error:#}"),
-    }
 }
 
 /// The task running one guest. Ending it drops the store, which closes the guest's pipes.
