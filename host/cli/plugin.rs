@@ -192,7 +192,6 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
         println!("no [[plugin]] in the config runs this file, so it is granted nothing");
     }
     for plugin in granted {
-        let sandbox = &plugin.sandbox;
         let state = if plugin.enabled {
             "enabled"
         } else {
@@ -203,23 +202,16 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
             println!("  everything: runtime = \"native\" runs it unsandboxed, as you");
             continue;
         }
-        let or_none = |items: Vec<String>| {
-            if items.is_empty() {
-                "none".to_owned()
-            } else {
-                items.join(", ")
-            }
+        let keys: Vec<_> = plugin.env.iter().map(|(key, _)| key.as_str()).collect();
+        let keys = if keys.is_empty() {
+            "none".to_owned()
+        } else {
+            keys.join(", ")
         };
-        let dirs = sandbox.read_dirs.iter().map(|d| d.display().to_string());
-        println!("  read-only directories: {}", or_none(dirs.collect()));
-        let rules = sandbox.connect.iter().map(ToString::to_string);
-        println!("  outbound TCP: {}", or_none(rules.collect()));
-        let keys = plugin.env.iter().map(|(key, _)| key.clone());
-        println!("  environment variables: {}", or_none(keys.collect()));
-        println!(
-            "  limits: {} MiB memory, {} ms without blocking",
-            sandbox.memory_mib, sandbox.cpu_slice_ms
-        );
+        println!("  environment variables: {keys}");
+        for (what, value) in plugin.sandbox.describe() {
+            println!("  {what}: {value}");
+        }
     }
     Ok(())
 }
