@@ -4,13 +4,12 @@
 use std::path::Path;
 
 use nightcrow_hub::{ClientRequest, Frame as HubFrame, HubMessage, parse_output_frame};
-use serde_json::{Value, json};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 
 use crate::Home;
 use crate::frame::{Frame, FrameError, read_frame, write_frame};
-use crate::server::DAEMON_PROTOCOL_VERSION;
+use crate::message::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
 use crate::transport::{self, ClientStream};
 
 /// Why talking to the daemon failed.
@@ -43,24 +42,22 @@ impl Connection {
         let (reader, writer) = tokio::io::split(stream);
         let mut connection = Connection { reader, writer };
         connection
-            .ask(json!({"type": "hello", "version": DAEMON_PROTOCOL_VERSION}))
+            .ask(&DaemonRequest::Hello {
+                version: DAEMON_PROTOCOL_VERSION,
+            })
             .await?;
         Ok(connection)
     }
 
     /// Sends one request and returns its answer; an `error` answer is an `Err`.
-    pub async fn ask(&mut self, request: Value) -> Result<Value, ClientError> {
-        self.send(&request.to_string()).await?;
+    pub async fn ask(&mut self, request: &DaemonRequest) -> Result<DaemonAnswer, ClientError> {
+        self.send(&request_json(request)).await?;
         match self.next().await? {
-            Some(Frame::Control(text)) => {
-                let answer: Value =
-                    serde_json::from_str(&text).map_err(|_| ClientError::Refused(text.clone()))?;
-                if answer["type"] == "error" {
-                    let message = answer["message"].as_str().unwrap_or_default();
-                    return Err(ClientError::Refused(message.to_owned()));
-                }
-                Ok(answer)
-            }
+            Some(Frame::Control(text)) => match serde_json::from_str(&text) {
+                Ok(DaemonAnswer::Error { message }) => Err(ClientError::Refused(message)),
+                Ok(answer) => Ok(answer),
+                Err(_) => Err(ClientError::Refused(text)),
+            },
             Some(Frame::Output(_)) | None => Err(ClientError::HungUp),
         }
     }
@@ -89,7 +86,8 @@ impl Connection {
         ),
         ClientError,
     > {
-        self.send(&json!({"type": "attach", "repo": repo}).to_string())
+        let repo = repo.to_owned();
+        self.send(&request_json(&DaemonRequest::Attach { repo }))
             .await?;
         let hello = match self.next().await? {
             Some(Frame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
@@ -143,4 +141,8 @@ impl Connection {
         });
         Ok((frames, requests))
     }
+}
+
+fn request_json(request: &DaemonRequest) -> String {
+    serde_json::to_string(request).expect("daemon requests serialise")
 }
