@@ -38,10 +38,6 @@ impl Guard {
         }
     }
 
-    pub fn limits(&self) -> &GuardLimits {
-        &self.limits
-    }
-
     /// Applies reloaded `[guard]` limits from the next judgement on; charges already made
     /// still count.
     pub fn set_limits(&mut self, limits: GuardLimits) {

@@ -213,18 +213,9 @@ impl<R: io::Read> BlockingLines<R> {
         self.framer.next_buffered()
     }
 
-    /// Whether the underlying reader has reported end of input.
-    pub fn at_eof(&self) -> bool {
-        self.framer.eof
-    }
-
     /// The framing state, to observe how much of an unfinished line is held.
     pub fn splitter(&self) -> &LineSplitter {
         &self.framer.splitter
-    }
-
-    pub fn get_mut(&mut self) -> &mut R {
-        &mut self.reader
     }
 }
 
