@@ -84,9 +84,12 @@ fn host_modules() -> Vec<PathBuf> {
         rust_files(&dir, &mut found);
     }
     found.retain(|path| {
-        !path
-            .components()
-            .any(|part| matches!(part.as_os_str().to_str(), Some("tests" | "benches" | "fuzz")))
+        !path.components().any(|part| {
+            matches!(
+                part.as_os_str().to_str(),
+                Some("tests" | "benches" | "fuzz")
+            )
+        })
     });
     found
 }
@@ -99,7 +102,10 @@ fn every_module_starts_with_a_header_saying_its_job() {
         .into_iter()
         .filter(|path| !fs::read_to_string(path).unwrap().starts_with("//!"))
         .collect();
-    assert!(missing.is_empty(), "modules without a `//!` header: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "modules without a `//!` header: {missing:?}"
+    );
 }
 
 /// The function a backticked span cites: `name(…)` or `Type::name` (a lower-case last
@@ -126,7 +132,10 @@ fn cited_functions_are_recognised() {
     assert_eq!(cited_function("Guard::judge"), Some("judge"));
     assert_eq!(cited_function("PaneSize::of_terminal"), Some("of_terminal"));
     assert_eq!(cited_function("encode_event(…)"), Some("encode_event"));
-    assert_eq!(cited_function("output_frame(pane, &bytes)"), Some("output_frame"));
+    assert_eq!(
+        cited_function("output_frame(pane, &bytes)"),
+        Some("output_frame")
+    );
     assert_eq!(cited_function("Frame::Output"), None);
     assert_eq!(cited_function("sandbox_context"), None);
     assert_eq!(cited_function("host/cli/main.rs"), None);

@@ -37,7 +37,8 @@ pub fn run(
         crate::daemon::background(home, config, false)?;
     }
     let failure = |error: ClientError| other(error.to_string());
-    let out_of_turn = |answer: &DaemonAnswer| other(format!("the daemon answered out of turn: {answer:?}"));
+    let out_of_turn =
+        |answer: &DaemonAnswer| other(format!("the daemon answered out of turn: {answer:?}"));
     let (root, create_first_pane, (frames, requests)) = tokio.block_on(async {
         let mut connection = Connection::open(home).await.map_err(failure)?;
         let root = match connection
@@ -53,7 +54,9 @@ pub fn run(
             .await
             .map_err(failure)?
         else {
-            return Err(other("the daemon did not answer `status` with a status".to_owned()));
+            return Err(other(
+                "the daemon did not answer `status` with a status".to_owned(),
+            ));
         };
         let empty = status
             .repos

@@ -10,7 +10,7 @@ use nightcrow_daemon::{Home, registry};
 use nightcrow_plugin_host::{
     ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
 };
-use nightcrow_protocol::{Frame, MAX_LINE_BYTES, decode_event, encode_command};
+use nightcrow_protocol::{LineItem, MAX_LINE_BYTES, decode_event, encode_command};
 use tokio::io::{AsyncWriteExt, BufReader};
 
 #[derive(Debug, Subcommand)]
@@ -267,8 +267,8 @@ async fn run_plugin(args: RunArgs) -> Result<(), String> {
     let mut stdin_open = true;
     loop {
         tokio::select! {
-            frame = events.next_frame(), if stdin_open => match frame {
-                Ok(Some(Frame::Line(line))) => match decode_event(&line) {
+            frame = events.next_item(), if stdin_open => match frame {
+                Ok(Some(LineItem::Line(line))) => match decode_event(&line) {
                     Ok(event) => {
                         if !plugin.send(event) {
                             eprintln!("event dropped: the plugin is not keeping up");

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::Connection;
+use nightcrow_daemon::frame::WireFrame;
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
-use nightcrow_daemon::frame::Frame;
 use nightcrow_test_plugin_artifacts as guests;
 use serde_json::{Value, json};
 
@@ -255,13 +255,13 @@ async fn until(
                 .unwrap()
                 .expect("the daemon hung up")
             {
-                Frame::Control(text) => {
+                WireFrame::Control(text) => {
                     let message: Value = serde_json::from_str(&text).unwrap();
                     if want(&message, output) {
                         return message;
                     }
                 }
-                Frame::Output(bytes) => {
+                WireFrame::Output(bytes) => {
                     output.push_str(&String::from_utf8_lossy(&bytes[4..]));
                     if want(&Value::Null, output) {
                         return Value::Null;

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use nightcrow_hub::{ClientRequest, Frame as HubFrame, HubMessage, parse_output_frame};
+use nightcrow_hub::{ClientRequest, Frame, HubMessage, parse_output_frame};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 
 use crate::Home;
-use crate::frame::{Frame, FrameError, read_frame, write_frame};
+use crate::frame::{FrameError, WireFrame, read_frame, write_frame};
 use crate::message::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
 use crate::transport::{self, ClientStream};
 
@@ -24,7 +24,7 @@ pub enum ClientError {
     #[error("the daemon hung up")]
     HungUp,
     #[error(transparent)]
-    Frame(#[from] FrameError),
+    WireFrame(#[from] FrameError),
 }
 
 /// A greeted connection to the daemon.
@@ -53,22 +53,22 @@ impl Connection {
     pub async fn ask(&mut self, request: &DaemonRequest) -> Result<DaemonAnswer, ClientError> {
         self.send(&request_json(request)).await?;
         match self.next().await? {
-            Some(Frame::Control(text)) => match serde_json::from_str(&text) {
+            Some(WireFrame::Control(text)) => match serde_json::from_str(&text) {
                 Ok(DaemonAnswer::Error { message }) => Err(ClientError::Refused(message)),
                 Ok(answer) => Ok(answer),
                 Err(_) => Err(ClientError::Refused(text)),
             },
-            Some(Frame::Output(_)) | None => Err(ClientError::HungUp),
+            Some(WireFrame::Output(_)) | None => Err(ClientError::HungUp),
         }
     }
 
     /// Sends one control message as it is.
     pub async fn send(&mut self, text: &str) -> Result<(), ClientError> {
-        Ok(write_frame(&mut self.writer, &Frame::Control(text.to_owned())).await?)
+        Ok(write_frame(&mut self.writer, &WireFrame::Control(text.to_owned())).await?)
     }
 
     /// The next frame from the daemon; `None` when it closed the connection.
-    pub async fn next(&mut self) -> Result<Option<Frame>, ClientError> {
+    pub async fn next(&mut self) -> Result<Option<WireFrame>, ClientError> {
         Ok(read_frame(&mut self.reader).await?)
     }
 
@@ -81,7 +81,7 @@ impl Connection {
         repo: &Path,
     ) -> Result<
         (
-            mpsc::UnboundedReceiver<HubFrame>,
+            mpsc::UnboundedReceiver<Frame>,
             mpsc::UnboundedSender<ClientRequest>,
         ),
         ClientError,
@@ -90,12 +90,12 @@ impl Connection {
         self.send(&request_json(&DaemonRequest::Attach { repo }))
             .await?;
         let hello = match self.next().await? {
-            Some(Frame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
+            Some(WireFrame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
                 Ok(HubMessage::Error { message }) => return Err(ClientError::Refused(message)),
                 Ok(message) => message,
                 Err(_) => return Err(ClientError::Refused(text)),
             },
-            Some(Frame::Output(_)) | None => return Err(ClientError::HungUp),
+            Some(WireFrame::Output(_)) | None => return Err(ClientError::HungUp),
         };
         let (frames_tx, frames) = mpsc::unbounded_channel();
         let (requests, mut requests_rx) = mpsc::unbounded_channel::<ClientRequest>();
@@ -103,24 +103,24 @@ impl Connection {
             mut reader,
             mut writer,
         } = self;
-        let _ = frames_tx.send(HubFrame::Message(hello));
+        let _ = frames_tx.send(Frame::Message(hello));
         tokio::spawn(async move {
             while let Ok(Some(frame)) = read_frame(&mut reader).await {
                 let frame = match frame {
-                    Frame::Control(text) => match serde_json::from_str(&text) {
-                        Ok(message) => HubFrame::Message(message),
+                    WireFrame::Control(text) => match serde_json::from_str(&text) {
+                        Ok(message) => Frame::Message(message),
                         Err(error) => {
                             tracing::warn!(%error, %text, "a hub message this client does not know");
                             continue;
                         }
                     },
-                    Frame::Output(frame) => {
+                    WireFrame::Output(frame) => {
                         let Some((pane, _)) = parse_output_frame(&frame) else {
                             continue;
                         };
                         // The id is the first four bytes; the rest is shared, not copied.
                         let bytes = bytes::Bytes::from(frame).slice(4..);
-                        HubFrame::Output { pane, bytes }
+                        Frame::Output { pane, bytes }
                     }
                 };
                 if frames_tx.send(frame).is_err() {
@@ -131,7 +131,7 @@ impl Connection {
         tokio::spawn(async move {
             while let Some(request) = requests_rx.recv().await {
                 let text = serde_json::to_string(&request).expect("requests serialise");
-                if write_frame(&mut writer, &Frame::Control(text))
+                if write_frame(&mut writer, &WireFrame::Control(text))
                     .await
                     .is_err()
                 {

@@ -32,14 +32,23 @@ pub enum DaemonRequest {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum DaemonAnswer {
     /// The daemon protocol's version and the daemon's package version.
-    Hello { version: u32, daemon: String },
+    Hello {
+        version: u32,
+        daemon: String,
+    },
     Status(StatusAnswer),
     /// The canonical path of the repository now open.
-    Opened { repo: PathBuf },
-    Reloaded { repos: Vec<RepoReload> },
+    Opened {
+        repo: PathBuf,
+    },
+    Reloaded {
+        repos: Vec<RepoReload>,
+    },
     /// The daemon shuts down after sending this.
     Stopping,
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 impl DaemonAnswer {

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nightcrow_config::Config;
-use nightcrow_hub::{Frame as HubFrame, Hub, HubHandle};
+use nightcrow_hub::{Frame, Hub, HubHandle};
 use nightcrow_plugin_host::PluginRuntime;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::Home;
-use crate::frame::{Frame, read_frame, write_frame};
+use crate::frame::{WireFrame, read_frame, write_frame};
 use crate::mapping::hub_config;
 use crate::message::{
     DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, RepoReload, RepoStatus, StatusAnswer,
@@ -188,8 +188,8 @@ impl Daemon {
         let mut greeted = false;
         while let Some(frame) = frames.recv().await {
             let text = match frame {
-                Ok(Some(Frame::Control(text))) => text,
-                Ok(Some(Frame::Output(_))) => {
+                Ok(Some(WireFrame::Control(text))) => text,
+                Ok(Some(WireFrame::Output(_))) => {
                     let error = DaemonAnswer::error("binary frames are output, not requests");
                     if reply(&mut writer, error).await.is_err() {
                         return;
@@ -206,9 +206,12 @@ impl Daemon {
             let request = match serde_json::from_str::<DaemonRequest>(&text) {
                 Ok(request) => request,
                 Err(error) => {
-                    if reply(&mut writer, DaemonAnswer::error(format!("bad request: {error}")))
-                        .await
-                        .is_err()
+                    if reply(
+                        &mut writer,
+                        DaemonAnswer::error(format!("bad request: {error}")),
+                    )
+                    .await
+                    .is_err()
                     {
                         return;
                     }
@@ -236,10 +239,7 @@ impl Daemon {
                     Ok((repo, _)) => DaemonAnswer::Opened { repo },
                     Err(message) => DaemonAnswer::error(message),
                 },
-                DaemonRequest::Reload => self
-                    .reload()
-                    .await
-                    .unwrap_or_else(DaemonAnswer::error),
+                DaemonRequest::Reload => self.reload().await.unwrap_or_else(DaemonAnswer::error),
                 DaemonRequest::Stop => {
                     let _ = reply(&mut writer, DaemonAnswer::Stopping).await;
                     self.stop.notify_one();
@@ -260,7 +260,7 @@ impl Daemon {
 /// An attached connection: hub frames out, client requests in, until either side ends.
 async fn attached(
     hub: HubHandle,
-    mut frames: mpsc::Receiver<Result<Option<Frame>, crate::frame::FrameError>>,
+    mut frames: mpsc::Receiver<Result<Option<WireFrame>, crate::frame::FrameError>>,
     mut writer: impl AsyncWrite + Unpin,
 ) {
     let Ok(mut client) = hub.attach().await else {
@@ -271,9 +271,9 @@ async fn attached(
         tokio::select! {
             frame = client.recv() => {
                 let frame = match frame {
-                    Some(HubFrame::Message(message)) => Frame::Control(message.to_json()),
-                    Some(HubFrame::Output { pane, bytes }) => {
-                        Frame::Output(nightcrow_hub::output_frame(pane, &bytes))
+                    Some(Frame::Message(message)) => WireFrame::Control(message.to_json()),
+                    Some(Frame::Output { pane, bytes }) => {
+                        WireFrame::Output(nightcrow_hub::output_frame(pane, &bytes))
                     }
                     // Disconnected by the hub (fell behind, or it shut down).
                     None => return,
@@ -283,12 +283,12 @@ async fn attached(
                 }
             }
             incoming = frames.recv() => match incoming {
-                Some(Ok(Some(Frame::Control(text)))) => {
+                Some(Ok(Some(WireFrame::Control(text)))) => {
                     if client.send_json(&text).await.is_err() {
                         return;
                     }
                 }
-                Some(Ok(Some(Frame::Output(_)))) => {
+                Some(Ok(Some(WireFrame::Output(_)))) => {
                     let error = DaemonAnswer::error("binary frames are output, not requests");
                     if reply(&mut writer, error).await.is_err() {
                         return;
@@ -308,5 +308,5 @@ async fn reply(
     writer: &mut (impl AsyncWrite + Unpin),
     answer: DaemonAnswer,
 ) -> Result<(), crate::frame::FrameError> {
-    write_frame(writer, &Frame::Control(answer.to_json())).await
+    write_frame(writer, &WireFrame::Control(answer.to_json())).await
 }

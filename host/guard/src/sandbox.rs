@@ -76,7 +76,10 @@ mod tests {
             [
                 ("read-only directories", "none".to_owned()),
                 ("outbound TCP", "none".to_owned()),
-                ("limits", "64 MiB memory, 200 ms without blocking".to_owned()),
+                (
+                    "limits",
+                    "64 MiB memory, 200 ms without blocking".to_owned()
+                ),
             ]
         );
     }
