@@ -72,3 +72,99 @@ fn every_path_the_architecture_names_exists() {
         "ARCHITECTURE.md names missing paths: {missing:?}"
     );
 }
+
+/// Every module of the host crates, tests and benches folders aside.
+fn host_modules() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(root().join("host")).unwrap() {
+        let krate = entry.unwrap().path();
+        let src = krate.join("src");
+        // The CLI keeps its modules at the crate root, beside no `src`.
+        let dir = if src.is_dir() { src } else { krate };
+        rust_files(&dir, &mut found);
+    }
+    found.retain(|path| {
+        !path.components().any(|part| {
+            matches!(
+                part.as_os_str().to_str(),
+                Some("tests" | "benches" | "fuzz")
+            )
+        })
+    });
+    found
+}
+
+#[test]
+fn every_module_starts_with_a_header_saying_its_job() {
+    let modules = host_modules();
+    assert!(modules.len() > 40, "found only {modules:?}");
+    let missing: Vec<_> = modules
+        .into_iter()
+        .filter(|path| !fs::read_to_string(path).unwrap().starts_with("//!"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "modules without a `//!` header: {missing:?}"
+    );
+}
+
+/// The function a backticked span cites: `name(…)` or `Type::name` (a lower-case last
+/// segment; `Type::Variant` is not a function).
+fn cited_function(span: &str) -> Option<&str> {
+    let is_ident = |text: &str| {
+        !text.is_empty()
+            && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !text.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let head = span.split('(').next()?;
+    let called = span.contains('(');
+    let name = match head.rsplit_once("::") {
+        Some((path, name)) if is_ident(path.rsplit("::").next()?) => name,
+        Some(_) => return None,
+        None if called => head,
+        None => return None,
+    };
+    (is_ident(name) && name.starts_with(|c: char| c.is_ascii_lowercase())).then_some(name)
+}
+
+#[test]
+fn cited_functions_are_recognised() {
+    assert_eq!(cited_function("Guard::judge"), Some("judge"));
+    assert_eq!(cited_function("PaneSize::of_terminal"), Some("of_terminal"));
+    assert_eq!(cited_function("encode_event(…)"), Some("encode_event"));
+    assert_eq!(
+        cited_function("output_frame(pane, &bytes)"),
+        Some("output_frame")
+    );
+    assert_eq!(cited_function("Frame::Output"), None);
+    assert_eq!(cited_function("sandbox_context"), None);
+    assert_eq!(cited_function("host/cli/main.rs"), None);
+    assert_eq!(cited_function("{\"type\":\"stop\"}"), None);
+}
+
+#[test]
+fn every_function_the_architecture_cites_exists() {
+    let text = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let cited: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(cited_function)
+        .collect();
+    assert!(cited.len() > 10, "found only {cited:?}");
+    let sources: Vec<String> = crate_sources()
+        .iter()
+        .map(|path| fs::read_to_string(path).unwrap())
+        .collect();
+    let defined = |name: &str| {
+        let (call, generic) = (format!("fn {name}("), format!("fn {name}<"));
+        sources
+            .iter()
+            .any(|source| source.contains(&call) || source.contains(&generic))
+    };
+    let missing: Vec<_> = cited.into_iter().filter(|name| !defined(name)).collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md cites functions no source defines: {missing:?}"
+    );
+}

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use nightcrow_config::LeaderKey;
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
+use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_tui::{Attachment, Options, Outcome};
-use serde_json::json;
 
 use crate::Failure;
 
@@ -37,26 +37,32 @@ pub fn run(
         crate::daemon::background(home, config, false)?;
     }
     let failure = |error: ClientError| other(error.to_string());
+    let out_of_turn =
+        |answer: &DaemonAnswer| other(format!("the daemon answered out of turn: {answer:?}"));
     let (root, create_first_pane, (frames, requests)) = tokio.block_on(async {
         let mut connection = Connection::open(home).await.map_err(failure)?;
-        let opened = connection
-            .ask(json!({"type": "open", "dir": repo}))
+        let root = match connection
+            .ask(&DaemonRequest::Open { dir: repo })
             .await
-            .map_err(failure)?;
-        let root = PathBuf::from(opened["repo"].as_str().unwrap_or_default());
-        let status = connection
-            .ask(json!({"type": "status"}))
+            .map_err(failure)?
+        {
+            DaemonAnswer::Opened { repo } => repo,
+            other => return Err(out_of_turn(&other)),
+        };
+        let DaemonAnswer::Status(status) = connection
+            .ask(&DaemonRequest::Status)
             .await
-            .map_err(failure)?;
-        let empty = status["repos"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|entry| entry["repo"].as_str() == root.to_str())
-            .all(|entry| {
-                entry["panes"].as_array().is_none_or(Vec::is_empty)
-                    && entry["holds"].as_array().is_none_or(Vec::is_empty)
-            });
+            .map_err(failure)?
+        else {
+            return Err(other(
+                "the daemon did not answer `status` with a status".to_owned(),
+            ));
+        };
+        let empty = status
+            .repos
+            .iter()
+            .filter(|entry| entry.repo == root)
+            .all(|entry| entry.panes.is_empty() && entry.holds.is_empty());
         let attached = connection.attach(&root).await.map_err(failure)?;
         Ok::<_, Failure>((root, empty, attached))
     })?;

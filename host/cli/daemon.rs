@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
+use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_daemon::server::{ConfigSource, Daemon};
 use nightcrow_daemon::transport::Claim;
 use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
-use serde_json::{Value, json};
 
 use crate::Failure;
 
@@ -128,7 +128,7 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
 }
 
 /// One request to the running daemon and its answer.
-fn ask(home: &Home, request: Value) -> Result<Value, Failure> {
+fn ask(home: &Home, request: &DaemonRequest) -> Result<DaemonAnswer, Failure> {
     tokio()?.block_on(async {
         let mut connection = Connection::open(home).await.map_err(client_failure)?;
         connection.ask(request).await.map_err(client_failure)
@@ -139,8 +139,13 @@ fn client_failure(error: ClientError) -> Failure {
     Failure::Other(error.to_string())
 }
 
+/// An answer of another kind than the request calls for.
+fn unexpected(answer: &DaemonAnswer) -> Failure {
+    Failure::Other(format!("the daemon answered out of turn: {answer:?}"))
+}
+
 pub fn stop(home: &Home) -> Result<(), Failure> {
-    ask(home, json!({"type": "stop"}))?;
+    ask(home, &DaemonRequest::Stop)?;
     let tokio = tokio()?;
     let started = std::time::Instant::now();
     while tokio.block_on(Connection::open(home)).is_ok() {
@@ -158,8 +163,10 @@ pub fn stop(home: &Home) -> Result<(), Failure> {
 pub fn open(home: &Home, dir: &Path) -> Result<(), Failure> {
     let dir =
         std::path::absolute(dir).map_err(|e| Failure::Other(format!("{}: {e}", dir.display())))?;
-    let answer = ask(home, json!({"type": "open", "dir": dir}))?;
-    println!("opened {}", answer["repo"].as_str().unwrap_or_default());
+    match ask(home, &DaemonRequest::Open { dir })? {
+        DaemonAnswer::Opened { repo } => println!("opened {}", repo.display()),
+        other => return Err(unexpected(&other)),
+    }
     Ok(())
 }
 
@@ -167,7 +174,7 @@ pub fn reload(home: &Home) -> Result<(), Failure> {
     let answer = tokio()?.block_on(async {
         let mut connection = Connection::open(home).await.map_err(client_failure)?;
         connection
-            .ask(json!({"type": "reload"}))
+            .ask(&DaemonRequest::Reload)
             .await
             .map_err(|error| match error {
                 // The daemon refuses a reload only when the file does not load.
@@ -177,82 +184,78 @@ pub fn reload(home: &Home) -> Result<(), Failure> {
                 other => client_failure(other),
             })
     })?;
-    let repos = answer["repos"].as_array().cloned().unwrap_or_default();
+    let DaemonAnswer::Reloaded { repos } = answer else {
+        return Err(unexpected(&answer));
+    };
     if repos.is_empty() {
         println!("config reloaded; no repository is open");
     }
     for repo in repos {
-        println!("{}:", repo["repo"].as_str().unwrap_or_default());
-        for key in ["started", "stopped", "restarted", "failed", "unusable"] {
-            let items: Vec<String> = repo[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|item| item.as_str().unwrap_or_default().to_owned())
-                .collect();
+        println!("{}:", repo.repo.display());
+        for (key, items) in [
+            ("started", &repo.started),
+            ("stopped", &repo.stopped),
+            ("restarted", &repo.restarted),
+            ("failed", &repo.failed),
+            ("unusable", &repo.unusable),
+        ] {
             if !items.is_empty() {
                 println!("  {key}: {}", items.join(", "));
             }
         }
-        let retired = repo["retired"].as_array().map_or(0, Vec::len);
-        if retired > 0 {
-            println!("  relaunch holds retired: {retired}");
+        if !repo.retired.is_empty() {
+            println!("  relaunch holds retired: {}", repo.retired.len());
         }
     }
     Ok(())
 }
 
 pub fn status(home: &Home) -> Result<(), Failure> {
-    let answer = ask(home, json!({"type": "status"}))?;
+    let answer = ask(home, &DaemonRequest::Status)?;
+    let DaemonAnswer::Status(status) = answer else {
+        return Err(unexpected(&answer));
+    };
     println!(
         "nightcrow daemon {} (pid {}), home {}",
-        answer["version"].as_str().unwrap_or_default(),
-        answer["pid"],
+        status.version,
+        status.pid,
         home.root().display()
     );
-    let repos = answer["repos"].as_array().cloned().unwrap_or_default();
-    if repos.is_empty() {
+    if status.repos.is_empty() {
         println!("no repository open (`nightcrow open DIR`)");
     }
-    for repo in repos {
-        println!("{}", repo["repo"].as_str().unwrap_or_default());
-        for pane in repo["panes"].as_array().into_iter().flatten() {
+    for repo in status.repos {
+        println!("{}", repo.repo.display());
+        for pane in &repo.panes {
             println!(
                 "  pane {} {:?} generation {} {}{}",
-                pane["pane"],
-                pane["title"].as_str().unwrap_or("shell"),
-                pane["generation"],
-                if pane["alive"] == true {
-                    "running"
-                } else {
-                    "exited"
-                },
-                pane["owner"]
-                    .as_str()
+                pane.pane,
+                pane.title.as_deref().unwrap_or("shell"),
+                pane.generation,
+                if pane.alive { "running" } else { "exited" },
+                pane.owner
+                    .as_deref()
                     .map(|owner| format!(", watched by {owner}"))
                     .unwrap_or_default()
             );
         }
-        for plugin in repo["plugins"].as_array().into_iter().flatten() {
+        for plugin in &repo.plugins {
             println!(
                 "  plugin {} {} (dropped events: {}, rejected lines: {})",
-                plugin["name"].as_str().unwrap_or_default(),
-                plugin["state"].as_str().unwrap_or_default(),
-                plugin["dropped_events"],
-                plugin["rejected_lines"]
+                plugin.name, plugin.state, plugin.dropped_events, plugin.rejected_lines
             );
         }
-        for hold in repo["holds"].as_array().into_iter().flatten() {
-            let report = &hold["report"];
-            let deadline = report["deadline_epoch"]
-                .as_i64()
+        for hold in &repo.holds {
+            let report = hold.report.as_ref();
+            let deadline = report
+                .and_then(|report| report.deadline_epoch)
                 .map(|epoch| format!(", deadline {epoch} (unix)"))
                 .unwrap_or_default();
             println!(
                 "  hold on pane {}: {}{deadline}, expires in {} s",
-                hold["pane"],
-                report["state"].as_str().unwrap_or("no report yet"),
-                hold["expires_in_secs"]
+                hold.pane,
+                report.map_or("no report yet", |report| report.state.as_str()),
+                hold.expires_in_secs
             );
         }
     }

@@ -119,9 +119,7 @@ impl Layout {
                 runtime_dir,
                 sandbox: Sandbox {
                     read_dirs: vec![self.codex_home.clone()],
-                    connect: Vec::new(),
-                    memory_mib: Sandbox::DEFAULT_MEMORY_MIB,
-                    cpu_slice_ms: Sandbox::DEFAULT_CPU_SLICE_MS,
+                    ..Sandbox::default()
                 },
             },
             policy: PluginPolicy {

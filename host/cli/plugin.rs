@@ -10,7 +10,7 @@ use nightcrow_daemon::{Home, registry};
 use nightcrow_plugin_host::{
     ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
 };
-use nightcrow_protocol::{Frame, MAX_LINE_BYTES, decode_event, encode_command};
+use nightcrow_protocol::{LineItem, MAX_LINE_BYTES, decode_event, encode_command};
 use tokio::io::{AsyncWriteExt, BufReader};
 
 #[derive(Debug, Subcommand)]
@@ -192,7 +192,6 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
         println!("no [[plugin]] in the config runs this file, so it is granted nothing");
     }
     for plugin in granted {
-        let sandbox = &plugin.sandbox;
         let state = if plugin.enabled {
             "enabled"
         } else {
@@ -203,23 +202,16 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
             println!("  everything: runtime = \"native\" runs it unsandboxed, as you");
             continue;
         }
-        let or_none = |items: Vec<String>| {
-            if items.is_empty() {
-                "none".to_owned()
-            } else {
-                items.join(", ")
-            }
+        let keys: Vec<_> = plugin.env.iter().map(|(key, _)| key.as_str()).collect();
+        let keys = if keys.is_empty() {
+            "none".to_owned()
+        } else {
+            keys.join(", ")
         };
-        let dirs = sandbox.read_dirs.iter().map(|d| d.display().to_string());
-        println!("  read-only directories: {}", or_none(dirs.collect()));
-        let rules = sandbox.connect.iter().map(ToString::to_string);
-        println!("  outbound TCP: {}", or_none(rules.collect()));
-        let keys = plugin.env.iter().map(|(key, _)| key.clone());
-        println!("  environment variables: {}", or_none(keys.collect()));
-        println!(
-            "  limits: {} MiB memory, {} ms without blocking",
-            sandbox.memory_mib, sandbox.cpu_slice_ms
-        );
+        println!("  environment variables: {keys}");
+        for (what, value) in plugin.sandbox.describe() {
+            println!("  {what}: {value}");
+        }
     }
     Ok(())
 }
@@ -275,8 +267,8 @@ async fn run_plugin(args: RunArgs) -> Result<(), String> {
     let mut stdin_open = true;
     loop {
         tokio::select! {
-            frame = events.next_frame(), if stdin_open => match frame {
-                Ok(Some(Frame::Line(line))) => match decode_event(&line) {
+            frame = events.next_item(), if stdin_open => match frame {
+                Ok(Some(LineItem::Line(line))) => match decode_event(&line) {
                     Ok(event) => {
                         if !plugin.send(event) {
                             eprintln!("event dropped: the plugin is not keeping up");

@@ -255,7 +255,9 @@ fn at_rest(tokio: &tokio::runtime::Runtime, window: Duration) -> AtRest {
     tokio.block_on(async {
         let mut connection = Connection::open(&daemon.home()).await.expect("connect");
         connection
-            .ask(serde_json::json!({"type": "open", "dir": repo.path()}))
+            .ask(&nightcrow_daemon::message::DaemonRequest::Open {
+                dir: repo.path().to_owned(),
+            })
             .await
             .expect("the repository opens");
     });

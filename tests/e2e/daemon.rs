@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::Connection;
-use nightcrow_daemon::frame::Frame;
+use nightcrow_daemon::frame::WireFrame;
+use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_test_plugin_artifacts as guests;
 use serde_json::{Value, json};
 
@@ -52,7 +53,7 @@ impl TestDaemon {
             .unwrap();
         self.child = Some(child);
         wait_until("the daemon never answered", || {
-            self.ask(json!({"type": "status"})).is_ok()
+            self.ask(&DaemonRequest::Status).is_ok()
         });
     }
 
@@ -64,7 +65,7 @@ impl TestDaemon {
         nightcrow(self.home()).args(args).output().unwrap()
     }
 
-    fn ask(&self, request: Value) -> Result<Value, String> {
+    fn ask(&self, request: &DaemonRequest) -> Result<DaemonAnswer, String> {
         let home = Home::new(self.home().to_owned());
         tokio_runtime().block_on(async {
             let mut connection = Connection::open(&home).await.map_err(|e| e.to_string())?;
@@ -276,13 +277,13 @@ async fn until(
                 .unwrap()
                 .expect("the daemon hung up")
             {
-                Frame::Control(text) => {
+                WireFrame::Control(text) => {
                     let message: Value = serde_json::from_str(&text).unwrap();
                     if want(&message, output) {
                         return message;
                     }
                 }
-                Frame::Output(bytes) => {
+                WireFrame::Output(bytes) => {
                     output.push_str(&String::from_utf8_lossy(&bytes[4..]));
                     if want(&Value::Null, output) {
                         return Value::Null;
@@ -302,8 +303,11 @@ fn a_socket_client_opens_a_pane_types_and_reattaches_with_the_scrollback() {
     let home = Home::new(daemon.home().to_owned());
     tokio_runtime().block_on(async {
         let mut connection = Connection::open(&home).await.unwrap();
-        // A malformed daemon request is answered; the connection carries on.
-        assert!(connection.ask(json!({"type": "explode"})).await.is_err());
+        // A malformed daemon request is answered with `error`; the connection carries on.
+        connection.send(r#"{"type":"explode"}"#).await.unwrap();
+        let error = until(&mut connection, &mut String::new(), |_, _| true).await;
+        let error: DaemonAnswer = serde_json::from_value(error).unwrap();
+        assert!(matches!(error, DaemonAnswer::Error { .. }), "{error:?}");
         attach(&mut connection, repo.path()).await;
         let mut output = String::new();
         let hello = until(&mut connection, &mut output, |m, _| m["type"] == "hello").await;

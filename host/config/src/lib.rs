@@ -18,10 +18,10 @@ mod resolve;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use nightcrow_guard::GuardLimits;
+pub use nightcrow_guard::{GuardLimits, Sandbox};
 pub use resolve::{
-    Config, LeaderKey, MAX_PLUGINS, PluginCommand, PluginConfig, Runtime, SandboxConfig,
-    ShellConfig, StartupCommand, TuiConfig, WebConfig,
+    Config, LeaderKey, MAX_PLUGINS, PluginCommand, PluginConfig, Runtime, ShellConfig,
+    StartupCommand, TuiConfig, WebConfig,
 };
 
 /// The commented starter file `nightcrow init` writes; it parses to a valid config with the

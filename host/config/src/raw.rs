@@ -72,6 +72,8 @@ pub(crate) struct RawPlugin {
     pub sandbox: RawSandbox,
 }
 
+/// `[plugin.sandbox]` as written: every value keeps its span, because each is checked (and
+/// every bad one reported) when it is resolved into a [`nightcrow_guard::Sandbox`].
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawSandbox {

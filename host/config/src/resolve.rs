@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use nightcrow_guard::{ConnectRule, GuardLimits};
+use nightcrow_guard::{ConnectRule, GuardLimits, Sandbox};
 use toml::Spanned;
 
 use crate::raw::{RawConfig, RawPlugin, RawSandbox};
@@ -112,7 +112,8 @@ pub struct PluginConfig {
     pub runtime: Runtime,
     /// `[plugin.env]` with `~/` expanded, sorted by key.
     pub env: Vec<(String, String)>,
-    pub sandbox: SandboxConfig,
+    /// `[plugin.sandbox]`, the value the plugin runtime applies as it is.
+    pub sandbox: Sandbox,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,15 +130,6 @@ pub enum PluginCommand {
 pub enum Runtime {
     Wasm,
     Native,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxConfig {
-    pub read_dirs: Vec<PathBuf>,
-    /// Loopback `address:port[-last]` grants, checked here so a bad one has a position.
-    pub connect: Vec<ConnectRule>,
-    pub memory_mib: u32,
-    pub cpu_slice_ms: u32,
 }
 
 type Problems = Vec<(Range<usize>, String)>;
@@ -293,7 +285,8 @@ fn plugin_command(
     Some(PluginCommand::Installed(text.to_owned()))
 }
 
-fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> SandboxConfig {
+/// Checks each grant where the file wrote it (so a bad one has a position) and resolves it.
+fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> Sandbox {
     let mut positive = |value: Option<Spanned<u32>>, default: u32, key: &str| match value {
         Some(value) if *value.get_ref() == 0 => {
             problems.push((value.span(), format!("{key} must be at least 1")));
@@ -302,8 +295,12 @@ fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> SandboxConf
         Some(value) => value.into_inner(),
         None => default,
     };
-    let memory_mib = positive(raw.memory_mib, 64, "memory_mib");
-    let cpu_slice_ms = positive(raw.cpu_slice_ms, 200, "cpu_slice_ms");
+    let memory_mib = positive(raw.memory_mib, Sandbox::DEFAULT_MEMORY_MIB, "memory_mib");
+    let cpu_slice_ms = positive(
+        raw.cpu_slice_ms,
+        Sandbox::DEFAULT_CPU_SLICE_MS,
+        "cpu_slice_ms",
+    );
     let mut read_dirs = Vec::with_capacity(raw.read_dirs.len());
     for dir in raw.read_dirs {
         let path = PathBuf::from(expand_home(dir.get_ref(), home));
@@ -326,7 +323,7 @@ fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> SandboxConf
             Err(error) => problems.push((entry.span(), format!("connect entry {error}"))),
         }
     }
-    SandboxConfig {
+    Sandbox {
         read_dirs,
         connect,
         memory_mib,

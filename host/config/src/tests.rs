@@ -1,3 +1,5 @@
+//! The config's table tests: whole files in, a `Config` or every positioned error out.
+
 use std::path::{Path, PathBuf};
 
 use nightcrow_guard::ConnectRule;

@@ -3,14 +3,13 @@
 
 use std::path::Path;
 
-use nightcrow_hub::{ClientRequest, Frame as HubFrame, HubMessage, parse_output_frame};
-use serde_json::{Value, json};
+use nightcrow_hub::{ClientRequest, Frame, HubMessage, parse_output_frame};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 
 use crate::Home;
-use crate::frame::{Frame, FrameError, read_frame, write_frame};
-use crate::server::DAEMON_PROTOCOL_VERSION;
+use crate::frame::{FrameError, WireFrame, read_frame, write_frame};
+use crate::message::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
 use crate::transport::{self, ClientStream};
 
 /// Why talking to the daemon failed.
@@ -25,7 +24,7 @@ pub enum ClientError {
     #[error("the daemon hung up")]
     HungUp,
     #[error(transparent)]
-    Frame(#[from] FrameError),
+    WireFrame(#[from] FrameError),
 }
 
 /// A greeted connection to the daemon.
@@ -48,35 +47,33 @@ impl Connection {
             writer,
         };
         connection
-            .ask(json!({"type": "hello", "version": DAEMON_PROTOCOL_VERSION}))
+            .ask(&DaemonRequest::Hello {
+                version: DAEMON_PROTOCOL_VERSION,
+            })
             .await?;
         Ok(connection)
     }
 
     /// Sends one request and returns its answer; an `error` answer is an `Err`.
-    pub async fn ask(&mut self, request: Value) -> Result<Value, ClientError> {
-        self.send(&request.to_string()).await?;
+    pub async fn ask(&mut self, request: &DaemonRequest) -> Result<DaemonAnswer, ClientError> {
+        self.send(&request_json(request)).await?;
         match self.next().await? {
-            Some(Frame::Control(text)) => {
-                let answer: Value =
-                    serde_json::from_str(&text).map_err(|_| ClientError::Refused(text.clone()))?;
-                if answer["type"] == "error" {
-                    let message = answer["message"].as_str().unwrap_or_default();
-                    return Err(ClientError::Refused(message.to_owned()));
-                }
-                Ok(answer)
-            }
-            Some(Frame::Output(_)) | None => Err(ClientError::HungUp),
+            Some(WireFrame::Control(text)) => match serde_json::from_str(&text) {
+                Ok(DaemonAnswer::Error { message }) => Err(ClientError::Refused(message)),
+                Ok(answer) => Ok(answer),
+                Err(_) => Err(ClientError::Refused(text)),
+            },
+            Some(WireFrame::Output(_)) | None => Err(ClientError::HungUp),
         }
     }
 
     /// Sends one control message as it is.
     pub async fn send(&mut self, text: &str) -> Result<(), ClientError> {
-        Ok(write_frame(&mut self.writer, &Frame::Control(text.to_owned())).await?)
+        Ok(write_frame(&mut self.writer, &WireFrame::Control(text.to_owned())).await?)
     }
 
     /// The next frame from the daemon; `None` when it closed the connection.
-    pub async fn next(&mut self) -> Result<Option<Frame>, ClientError> {
+    pub async fn next(&mut self) -> Result<Option<WireFrame>, ClientError> {
         Ok(read_frame(&mut self.reader).await?)
     }
 
@@ -94,7 +91,7 @@ impl Connection {
         repo: &Path,
     ) -> Result<
         (
-            mpsc::UnboundedReceiver<HubFrame>,
+            mpsc::UnboundedReceiver<Frame>,
             mpsc::UnboundedSender<ClientRequest>,
         ),
         ClientError,
@@ -102,22 +99,24 @@ impl Connection {
         let hello = self.start_attachment(repo).await?;
         let (frames_tx, frames) = mpsc::unbounded_channel();
         let (requests, requests_rx) = mpsc::unbounded_channel::<ClientRequest>();
-        let _ = frames_tx.send(HubFrame::Message(hello));
+        let _ = frames_tx.send(Frame::Message(hello));
         tokio::spawn(self.pump(repo.to_owned(), frames_tx, requests_rx));
         Ok((frames, requests))
     }
 
     /// Sends `attach` and reads the hub's `hello` (or the refusal).
     async fn start_attachment(&mut self, repo: &Path) -> Result<HubMessage, ClientError> {
-        self.send(&json!({"type": "attach", "repo": repo}).to_string())
-            .await?;
+        let request = DaemonRequest::Attach {
+            repo: repo.to_owned(),
+        };
+        self.send(&request_json(&request)).await?;
         match self.next().await? {
-            Some(Frame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
+            Some(WireFrame::Control(text)) => match serde_json::from_str::<HubMessage>(&text) {
                 Ok(HubMessage::Error { message }) => Err(ClientError::Refused(message)),
                 Ok(message) => Ok(message),
                 Err(_) => Err(ClientError::Refused(text)),
             },
-            Some(Frame::Output(_)) | None => Err(ClientError::HungUp),
+            Some(WireFrame::Output(_)) | None => Err(ClientError::HungUp),
         }
     }
 
@@ -126,7 +125,7 @@ impl Connection {
     async fn pump(
         self,
         repo: std::path::PathBuf,
-        frames: mpsc::UnboundedSender<HubFrame>,
+        frames: mpsc::UnboundedSender<Frame>,
         mut requests: mpsc::UnboundedReceiver<ClientRequest>,
     ) {
         let Connection {
@@ -156,7 +155,7 @@ impl Connection {
                             return;
                         };
                         let text = serde_json::to_string(&request).expect("requests serialise");
-                        if write_frame(&mut writer, &Frame::Control(text)).await.is_err() {
+                        if write_frame(&mut writer, &WireFrame::Control(text)).await.is_err() {
                             break;
                         }
                     }
@@ -172,7 +171,7 @@ impl Connection {
                 Some((connection, hello)) => {
                     reader = connection.reader;
                     writer = connection.writer;
-                    if frames.send(HubFrame::Message(hello)).is_err() {
+                    if frames.send(Frame::Message(hello)).is_err() {
                         return;
                     }
                 }
@@ -199,20 +198,24 @@ async fn reattach(home: &Home, repo: &Path) -> Option<(Connection, HubMessage)> 
 
 /// A frame of the wire as the hub's stream item; `None` for one this client cannot read
 /// (logged: a newer daemon may know more messages).
-fn hub_frame(frame: Frame) -> Option<HubFrame> {
+fn hub_frame(frame: WireFrame) -> Option<Frame> {
     match frame {
-        Frame::Control(text) => match serde_json::from_str(&text) {
-            Ok(message) => Some(HubFrame::Message(message)),
+        WireFrame::Control(text) => match serde_json::from_str(&text) {
+            Ok(message) => Some(Frame::Message(message)),
             Err(error) => {
                 tracing::warn!(%error, %text, "a hub message this client does not know");
                 None
             }
         },
-        Frame::Output(frame) => {
+        WireFrame::Output(frame) => {
             let (pane, _) = parse_output_frame(&frame)?;
             // The id is the first four bytes; the rest is shared, not copied.
             let bytes = bytes::Bytes::from(frame).slice(4..);
-            Some(HubFrame::Output { pane, bytes })
+            Some(Frame::Output { pane, bytes })
         }
     }
+}
+
+fn request_json(request: &DaemonRequest) -> String {
+    serde_json::to_string(request).expect("daemon requests serialise")
 }

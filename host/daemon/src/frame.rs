@@ -2,7 +2,7 @@
 //! frame is `u32 LE length` of what follows, one kind byte, then the payload. Kind 0 is a
 //! JSON control message (UTF-8), kind 1 is a binary output frame (`u32 LE pane id + bytes`,
 //! SPEC §8). A WebSocket carries the same two kinds as its text and binary messages, so one
-//! [`Frame`] type serves both transports.
+//! [`WireFrame`] type serves both transports.
 //!
 //! The reader never allocates more than [`MAX_FRAME_BYTES`] for one frame: a longer length
 //! is an error before anything is read into memory.
@@ -17,7 +17,7 @@ const KIND_OUTPUT: u8 = 1;
 
 /// One message of the client protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Frame {
+pub enum WireFrame {
     /// A JSON control message.
     Control(String),
     /// A binary output frame: `u32 LE pane id + bytes`.
@@ -42,7 +42,7 @@ pub enum FrameError {
 /// Reads the next frame; `None` at a clean end of stream (between frames).
 pub async fn read_frame(
     reader: &mut (impl AsyncRead + Unpin),
-) -> Result<Option<Frame>, FrameError> {
+) -> Result<Option<WireFrame>, FrameError> {
     let mut length = [0u8; 4];
     match reader.read_exact(&mut length).await {
         Ok(_) => {}
@@ -61,9 +61,9 @@ pub async fn read_frame(
     let payload = body.split_off(1);
     match body[0] {
         KIND_CONTROL => String::from_utf8(payload)
-            .map(|text| Some(Frame::Control(text)))
+            .map(|text| Some(WireFrame::Control(text)))
             .map_err(|_| FrameError::NotUtf8),
-        KIND_OUTPUT => Ok(Some(Frame::Output(payload))),
+        KIND_OUTPUT => Ok(Some(WireFrame::Output(payload))),
         kind => Err(FrameError::UnknownKind(kind)),
     }
 }
@@ -71,11 +71,11 @@ pub async fn read_frame(
 /// Writes one frame and flushes it.
 pub async fn write_frame(
     writer: &mut (impl AsyncWrite + Unpin),
-    frame: &Frame,
+    frame: &WireFrame,
 ) -> Result<(), FrameError> {
     let (kind, payload) = match frame {
-        Frame::Control(text) => (KIND_CONTROL, text.as_bytes()),
-        Frame::Output(bytes) => (KIND_OUTPUT, bytes.as_slice()),
+        WireFrame::Control(text) => (KIND_CONTROL, text.as_bytes()),
+        WireFrame::Output(bytes) => (KIND_OUTPUT, bytes.as_slice()),
     };
     if payload.len() > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge(payload.len()));
@@ -93,7 +93,7 @@ pub async fn write_frame(
 mod tests {
     use super::*;
 
-    async fn round_trip(frames: &[Frame]) -> Vec<Frame> {
+    async fn round_trip(frames: &[WireFrame]) -> Vec<WireFrame> {
         let mut bytes = Vec::new();
         for frame in frames {
             write_frame(&mut bytes, frame).await.unwrap();
@@ -109,10 +109,10 @@ mod tests {
     #[tokio::test]
     async fn frames_round_trip_in_order() {
         let frames = [
-            Frame::Control(r#"{"type":"hello"}"#.into()),
-            Frame::Output(vec![7, 0, 0, 0, b'h', b'i']),
-            Frame::Control(String::new()),
-            Frame::Output(Vec::new()),
+            WireFrame::Control(r#"{"type":"hello"}"#.into()),
+            WireFrame::Output(vec![7, 0, 0, 0, b'h', b'i']),
+            WireFrame::Control(String::new()),
+            WireFrame::Output(Vec::new()),
         ];
         assert_eq!(round_trip(&frames).await, frames);
     }
@@ -134,7 +134,7 @@ mod tests {
         // Cut inside a frame: an error, not a clean end.
         let cut = [5, 0, 0, 0, 0, b'a'];
         assert!(read_frame(&mut cut.as_slice()).await.is_err());
-        let oversize = Frame::Output(vec![0; MAX_FRAME_BYTES + 1]);
+        let oversize = WireFrame::Output(vec![0; MAX_FRAME_BYTES + 1]);
         assert!(write_frame(&mut Vec::new(), &oversize).await.is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! The nightcrow daemon, below the CLI and above the hubs: where its files live ([`Home`]),
 //! the installed-plugin registry ([`registry`]), the config-to-hub mapping ([`mapping`]),
-//! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the server
-//! that owns the hubs ([`server`]) and the CLI's side of a connection ([`client`]).
+//! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the typed
+//! requests and answers spoken over it ([`message`]), the server that owns the hubs
+//! ([`server`]) and the CLI's side of a connection ([`client`]).
 //!
 //! It refuses to trust a file it did not install: an installed plugin runs only while its
 //! bytes still hash to what `plugin install` recorded.
@@ -10,6 +11,7 @@
 pub mod client;
 pub mod frame;
 pub mod mapping;
+pub mod message;
 pub mod registry;
 pub mod server;
 pub mod transport;

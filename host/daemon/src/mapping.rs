@@ -9,7 +9,7 @@ use nightcrow_config::{Config, PluginCommand, PluginConfig, Runtime};
 use nightcrow_guard::PluginPolicy;
 use nightcrow_hub::{HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
-use nightcrow_plugin_host::{PluginRuntime, PluginSource, PluginSpec, RuntimeKind, Sandbox};
+use nightcrow_plugin_host::{PluginRuntime, PluginSource, PluginSpec, RuntimeKind};
 
 use crate::Home;
 
@@ -135,12 +135,7 @@ fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<
             args: plugin.args.clone(),
             env: plugin.env.clone(),
             runtime_dir: runtime_dir.to_owned(),
-            sandbox: Sandbox {
-                read_dirs: plugin.sandbox.read_dirs.clone(),
-                connect: plugin.sandbox.connect.clone(),
-                memory_mib: plugin.sandbox.memory_mib,
-                cpu_slice_ms: plugin.sandbox.cpu_slice_ms,
-            },
+            sandbox: plugin.sandbox.clone(),
         },
         policy: PluginPolicy {
             name: plugin.name.clone(),
@@ -149,4 +144,31 @@ fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<
         },
         enabled: plugin.enabled,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configured_sandbox_reaches_the_runtime_as_it_is() {
+        let text = r#"
+[[plugin]]
+name = "p"
+command = "/p.wasm"
+[plugin.sandbox]
+read_dirs = ["~/notes"]
+connect = ["127.0.0.1:4100-4110"]
+memory_mib = 32
+cpu_slice_ms = 50
+"#;
+        let dir = tempfile::tempdir().unwrap();
+        let config = nightcrow_config::parse(Path::new("c.toml"), text, dir.path()).unwrap();
+        let home = Home::new(dir.path().join("home"));
+        let (hub, unusable) = hub_config(&config, &home, dir.path());
+        assert!(unusable.is_empty(), "{unusable:?}");
+        // One type from the file to the runtime: nothing to copy, so nothing to forget.
+        assert_eq!(hub.plugins[0].spec.sandbox, config.plugins[0].sandbox);
+        assert_eq!(hub.plugins[0].spec.sandbox.memory_mib, 32);
+    }
 }

@@ -11,33 +11,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nightcrow_config::Config;
-use nightcrow_hub::{Frame as HubFrame, Hub, HubHandle, HubStatus};
+use nightcrow_hub::{Frame, Hub, HubHandle};
 use nightcrow_plugin_host::PluginRuntime;
-use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::Home;
-use crate::frame::{Frame, read_frame, write_frame};
+use crate::frame::{WireFrame, read_frame, write_frame};
 use crate::mapping::hub_config;
+use crate::message::{
+    DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, RepoReload, RepoStatus, StatusAnswer,
+};
 use crate::transport::Claim;
-
-/// Version of the daemon's own requests (the hub's client protocol has its own, in its
-/// `hello`).
-pub const DAEMON_PROTOCOL_VERSION: u32 = 1;
-
-/// A daemon request: the first message of a connection must be `hello`.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-enum Request {
-    Hello { version: u32 },
-    Status,
-    Open { dir: PathBuf },
-    Attach { repo: PathBuf },
-    Reload,
-    Stop,
-}
 
 /// How the config is (re)read: from which file, with which home for `~`.
 #[derive(Debug, Clone)]
@@ -146,7 +131,7 @@ impl Daemon {
 
     /// Re-reads the config; applies it to every hub only if the whole file is valid. The
     /// only error is the file's (with positions): nothing was changed then.
-    async fn reload(&self) -> Result<Value, String> {
+    async fn reload(&self) -> Result<DaemonAnswer, String> {
         let config = self.source.load()?;
         let mut state = self.state.lock().await;
         state.config = config;
@@ -160,20 +145,12 @@ impl Daemon {
                     continue;
                 }
             };
-            repos.push(json!({
-                "repo": root,
-                "started": report.started,
-                "stopped": report.stopped,
-                "restarted": report.restarted,
-                "retired": report.retired.iter().map(|pane| pane.get()).collect::<Vec<_>>(),
-                "failed": report.failed,
-                "unusable": unusable.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            }));
+            repos.push(RepoReload::new(root, report, &unusable));
         }
-        Ok(json!({"type": "reloaded", "repos": repos}))
+        Ok(DaemonAnswer::Reloaded { repos })
     }
 
-    async fn status(&self) -> Value {
+    async fn status(&self) -> DaemonAnswer {
         let hubs: Vec<(PathBuf, HubHandle)> = self
             .state
             .lock()
@@ -185,14 +162,13 @@ impl Daemon {
         let mut repos = Vec::new();
         for (root, hub) in hubs {
             if let Ok(status) = hub.status().await {
-                repos.push(status_json(&root, &status));
+                repos.push(RepoStatus::new(&root, &status));
             }
         }
-        json!({
-            "type": "status",
-            "pid": std::process::id(),
-            "version": env!("CARGO_PKG_VERSION"),
-            "repos": repos,
+        DaemonAnswer::Status(StatusAnswer {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            repos,
         })
     }
 
@@ -215,9 +191,9 @@ impl Daemon {
         let mut greeted = false;
         while let Some(frame) = frames.recv().await {
             let text = match frame {
-                Ok(Some(Frame::Control(text))) => text,
-                Ok(Some(Frame::Output(_))) => {
-                    let error = error_json("binary frames are output, not requests");
+                Ok(Some(WireFrame::Control(text))) => text,
+                Ok(Some(WireFrame::Output(_))) => {
+                    let error = DaemonAnswer::error("binary frames are output, not requests");
                     if reply(&mut writer, error).await.is_err() {
                         return;
                     }
@@ -226,16 +202,19 @@ impl Daemon {
                 Ok(None) => return,
                 Err(error) => {
                     // The stream is out of step; say why and hang up.
-                    let _ = reply(&mut writer, error_json(&error.to_string())).await;
+                    let _ = reply(&mut writer, DaemonAnswer::error(error.to_string())).await;
                     return;
                 }
             };
-            let request = match serde_json::from_str::<Request>(&text) {
+            let request = match serde_json::from_str::<DaemonRequest>(&text) {
                 Ok(request) => request,
                 Err(error) => {
-                    if reply(&mut writer, error_json(&format!("bad request: {error}")))
-                        .await
-                        .is_err()
+                    if reply(
+                        &mut writer,
+                        DaemonAnswer::error(format!("bad request: {error}")),
+                    )
+                    .await
+                    .is_err()
                     {
                         return;
                     }
@@ -243,39 +222,35 @@ impl Daemon {
                 }
             };
             let answer = match request {
-                Request::Hello { version } if version == DAEMON_PROTOCOL_VERSION => {
+                DaemonRequest::Hello { version } if version == DAEMON_PROTOCOL_VERSION => {
                     greeted = true;
-                    json!({
-                        "type": "hello",
-                        "version": DAEMON_PROTOCOL_VERSION,
-                        "daemon": env!("CARGO_PKG_VERSION"),
-                    })
+                    DaemonAnswer::Hello {
+                        version: DAEMON_PROTOCOL_VERSION,
+                        daemon: env!("CARGO_PKG_VERSION").to_owned(),
+                    }
                 }
-                Request::Hello { version } => {
+                DaemonRequest::Hello { version } => {
                     let message = format!(
                         "daemon protocol version {DAEMON_PROTOCOL_VERSION}, client sent {version}"
                     );
-                    let _ = reply(&mut writer, error_json(&message)).await;
+                    let _ = reply(&mut writer, DaemonAnswer::error(message)).await;
                     return;
                 }
-                _ if !greeted => error_json("say hello first"),
-                Request::Status => self.status().await,
-                Request::Open { dir } => match self.open(&dir).await {
-                    Ok((root, _)) => json!({"type": "opened", "repo": root}),
-                    Err(message) => error_json(&message),
+                _ if !greeted => DaemonAnswer::error("say hello first"),
+                DaemonRequest::Status => self.status().await,
+                DaemonRequest::Open { dir } => match self.open(&dir).await {
+                    Ok((repo, _)) => DaemonAnswer::Opened { repo },
+                    Err(message) => DaemonAnswer::error(message),
                 },
-                Request::Reload => self
-                    .reload()
-                    .await
-                    .unwrap_or_else(|message| error_json(&message)),
-                Request::Stop => {
-                    let _ = reply(&mut writer, json!({"type": "stopping"})).await;
+                DaemonRequest::Reload => self.reload().await.unwrap_or_else(DaemonAnswer::error),
+                DaemonRequest::Stop => {
+                    let _ = reply(&mut writer, DaemonAnswer::Stopping).await;
                     self.stop.notify_one();
                     return;
                 }
-                Request::Attach { repo } => match self.open(&repo).await {
+                DaemonRequest::Attach { repo } => match self.open(&repo).await {
                     Ok((_, hub)) => return attached(hub, frames, writer).await,
-                    Err(message) => error_json(&message),
+                    Err(message) => DaemonAnswer::error(message),
                 },
             };
             if reply(&mut writer, answer).await.is_err() {
@@ -288,20 +263,20 @@ impl Daemon {
 /// An attached connection: hub frames out, client requests in, until either side ends.
 async fn attached(
     hub: HubHandle,
-    mut frames: mpsc::Receiver<Result<Option<Frame>, crate::frame::FrameError>>,
+    mut frames: mpsc::Receiver<Result<Option<WireFrame>, crate::frame::FrameError>>,
     mut writer: impl AsyncWrite + Unpin,
 ) {
     let Ok(mut client) = hub.attach().await else {
-        let _ = reply(&mut writer, error_json("the hub has shut down")).await;
+        let _ = reply(&mut writer, DaemonAnswer::error("the hub has shut down")).await;
         return;
     };
     loop {
         tokio::select! {
             frame = client.recv() => {
                 let frame = match frame {
-                    Some(HubFrame::Message(message)) => Frame::Control(message.to_json()),
-                    Some(HubFrame::Output { pane, bytes }) => {
-                        Frame::Output(nightcrow_hub::output_frame(pane, &bytes))
+                    Some(Frame::Message(message)) => WireFrame::Control(message.to_json()),
+                    Some(Frame::Output { pane, bytes }) => {
+                        WireFrame::Output(nightcrow_hub::output_frame(pane, &bytes))
                     }
                     // Disconnected by the hub (fell behind, or it shut down).
                     None => return,
@@ -311,19 +286,19 @@ async fn attached(
                 }
             }
             incoming = frames.recv() => match incoming {
-                Some(Ok(Some(Frame::Control(text)))) => {
+                Some(Ok(Some(WireFrame::Control(text)))) => {
                     if client.send_json(&text).await.is_err() {
                         return;
                     }
                 }
-                Some(Ok(Some(Frame::Output(_)))) => {
-                    let error = error_json("binary frames are output, not requests");
+                Some(Ok(Some(WireFrame::Output(_)))) => {
+                    let error = DaemonAnswer::error("binary frames are output, not requests");
                     if reply(&mut writer, error).await.is_err() {
                         return;
                     }
                 }
                 Some(Err(error)) => {
-                    let _ = reply(&mut writer, error_json(&error.to_string())).await;
+                    let _ = reply(&mut writer, DaemonAnswer::error(error.to_string())).await;
                     return;
                 }
                 Some(Ok(None)) | None => return,
@@ -341,64 +316,9 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn error_json(message: &str) -> Value {
-    json!({"type": "error", "message": message})
-}
-
 async fn reply(
     writer: &mut (impl AsyncWrite + Unpin),
-    message: Value,
+    answer: DaemonAnswer,
 ) -> Result<(), crate::frame::FrameError> {
-    write_frame(writer, &Frame::Control(message.to_string())).await
-}
-
-fn status_json(root: &Path, status: &HubStatus) -> Value {
-    let panes: Vec<Value> = status
-        .panes
-        .iter()
-        .map(|pane| {
-            json!({
-                "pane": pane.pane.get(),
-                "title": pane.title,
-                "generation": pane.generation,
-                "alive": pane.alive,
-                "owner": pane.owner,
-            })
-        })
-        .collect();
-    let plugins: Vec<Value> = status
-        .plugins
-        .iter()
-        .map(|plugin| {
-            let state = match (&plugin.health, plugin.gave_up) {
-                (_, true) => "gave_up".to_owned(),
-                (None, false) => "restarting".to_owned(),
-                (Some(health), false) => match &health.state {
-                    nightcrow_plugin_host::PluginState::Running => "running".to_owned(),
-                    nightcrow_plugin_host::PluginState::Stopping => "stopping".to_owned(),
-                    nightcrow_plugin_host::PluginState::Ended { cause, .. } => {
-                        format!("ended: {cause}")
-                    }
-                },
-            };
-            json!({
-                "name": plugin.name,
-                "state": state,
-                "dropped_events": plugin.health.as_ref().map_or(0, |h| h.dropped_events),
-                "rejected_lines": plugin.health.as_ref().map_or(0, |h| h.rejected_lines),
-            })
-        })
-        .collect();
-    let holds: Vec<Value> = status
-        .holds
-        .iter()
-        .map(|hold| {
-            json!({
-                "pane": hold.pane.get(),
-                "expires_in_secs": hold.expires_in.as_secs(),
-                "report": hold.report,
-            })
-        })
-        .collect();
-    json!({"repo": root, "panes": panes, "plugins": plugins, "holds": holds})
+    write_frame(writer, &WireFrame::Control(answer.to_json())).await
 }

@@ -1,3 +1,5 @@
+//! The approved commands: values only the guard can mint, each carried out once.
+
 use nightcrow_protocol::{Generation, LogLevel, Token};
 
 use crate::{PaneId, RelaunchLine};

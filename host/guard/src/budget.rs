@@ -1,3 +1,5 @@
+//! The per-token sliding-window budgets of SPEC §3.2, bounded in memory.
+
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 

@@ -1,3 +1,5 @@
+//! What the guard is told about a pane and a plugin: the inputs of a judgement.
+
 use std::fmt;
 use std::time::Duration;
 

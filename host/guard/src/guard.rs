@@ -1,3 +1,5 @@
+//! `Guard::judge`: the rules of SPEC §3 in order, one exhaustive match per command.
+
 use std::time::{Duration, Instant};
 
 use nightcrow_protocol::{Command, Generation, MAX_INPUT_BYTES, MAX_LOG_MESSAGE_BYTES, Token};
@@ -34,10 +36,6 @@ impl Guard {
             limits,
             budgets: Budgets::default(),
         }
-    }
-
-    pub fn limits(&self) -> &GuardLimits {
-        &self.limits
     }
 
     /// Applies reloaded `[guard]` limits from the next judgement on; charges already made

@@ -58,8 +58,9 @@
 //! }
 //! ```
 //!
-//! The other permission a plugin can hold, the sandbox's outbound TCP grant, is a
-//! [`ConnectRule`]: it can name only loopback addresses.
+//! The other permissions a plugin can hold are its [`Sandbox`] grants, the one settings value
+//! the config resolves and the plugin runtime applies; the outbound TCP grant among them is a
+//! [`ConnectRule`], which can name only loopback addresses.
 #![forbid(unsafe_code)]
 
 mod approved;
@@ -70,6 +71,7 @@ mod guard;
 mod limits;
 mod refused;
 mod relaunch;
+mod sandbox;
 #[cfg(test)]
 mod tests;
 
@@ -86,3 +88,4 @@ pub use relaunch::{
     MAX_RESUME_ARG_BYTES, MAX_RESUME_ARGS, RelaunchLine, RelaunchLineError, ResumeArgsError,
     compose_relaunch_line,
 };
+pub use sandbox::Sandbox;

@@ -1,3 +1,5 @@
+//! The `[guard]` budgets as configured, with their defaults and bounds.
+
 use std::time::Duration;
 
 use serde::Deserialize;

@@ -1,3 +1,5 @@
+//! Why a command was refused, and how loudly the hub logs it.
+
 use std::time::Duration;
 
 use nightcrow_protocol::Generation;

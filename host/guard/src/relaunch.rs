@@ -1,3 +1,5 @@
+//! Relaunch lines: the original command plus resume args checked against the plugin's flags.
+
 use std::fmt;
 
 /// Most resume args a relaunch may carry (SPEC §3.1).

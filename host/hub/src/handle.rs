@@ -264,9 +264,4 @@ impl Client {
             })
             .await
     }
-
-    /// The hub this client is attached to.
-    pub fn hub(&self) -> &HubHandle {
-        &self.hub
-    }
 }

@@ -1,3 +1,5 @@
+//! Why a pane operation failed.
+
 use std::io;
 use std::path::PathBuf;
 

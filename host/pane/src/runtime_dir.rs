@@ -1,3 +1,5 @@
+//! Where a repository's plugin runtime dir lives (SPEC §5.4), and creating it privately.
+
 use std::io;
 use std::path::{Path, PathBuf};
 

@@ -1,3 +1,5 @@
+//! The bounded ring of a pane's latest output, replayed to a re-attaching client.
+
 use std::collections::VecDeque;
 
 /// The last `capacity` bytes a pane printed, for replay to a re-attaching client.

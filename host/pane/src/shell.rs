@@ -1,3 +1,5 @@
+//! The shell a pane runs and how a startup command is handed to it.
+
 use std::path::PathBuf;
 
 /// The program a pane runs and how a startup command is handed to it (SPEC §5.1).

@@ -1,3 +1,5 @@
+//! Pane sizes, checked against the bounds of SPEC §5.1 when they are made.
+
 use crate::PaneError;
 
 /// Most rows a pane may have (SPEC §5.1).

@@ -1,3 +1,5 @@
+//! `PaneTable`: a repository's panes and their slots, in display order.
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use nightcrow_protocol::{
-    AsyncLines, Command, Event, Frame, MAX_LINE_BYTES, MAX_LOG_MESSAGE_BYTES, decode_command,
+    AsyncLines, Command, Event, LineItem, MAX_LINE_BYTES, MAX_LOG_MESSAGE_BYTES, decode_command,
     encode_event,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -303,8 +303,8 @@ async fn read_commands(
         }
     };
     loop {
-        match lines.next_frame().await {
-            Ok(Some(Frame::Line(line))) => match decode_command(&line) {
+        match lines.next_item().await {
+            Ok(Some(LineItem::Line(line))) => match decode_command(&line) {
                 // Blocks while the queue is full: that is the plugin's backpressure.
                 Ok(command) => {
                     if commands.send(command).await.is_err() {
@@ -313,10 +313,10 @@ async fn read_commands(
                 }
                 Err(error) => reject(error.to_string()),
             },
-            Ok(Some(Frame::TooLong { cap })) => {
+            Ok(Some(LineItem::TooLong { cap })) => {
                 reject(format!("line longer than {cap} bytes, discarded whole"));
             }
-            Ok(Some(Frame::NotUtf8 { len })) => reject(format!("{len}-byte line is not UTF-8")),
+            Ok(Some(LineItem::NotUtf8 { len })) => reject(format!("{len}-byte line is not UTF-8")),
             Ok(None) => break,
             Err(error) => {
                 tracing::warn!(plugin = %name, %error, "reading plugin stdout failed");
@@ -335,20 +335,20 @@ async fn log_stderr(
 ) {
     let mut lines = AsyncLines::new(stderr, MAX_LINE_BYTES);
     let mut limit = RateLimit::per_second();
-    while let Ok(Some(frame)) = lines.next_frame().await {
+    while let Ok(Some(frame)) = lines.next_item().await {
         counters.stderr_lines.fetch_add(1, Ordering::Relaxed);
         let Some(suppressed) = limit.admit(Instant::now()) else {
             continue;
         };
         match frame {
-            Frame::Line(line) => {
+            LineItem::Line(line) => {
                 let line = truncate_on_char_boundary(&line, MAX_LOG_MESSAGE_BYTES);
                 tracing::warn!(plugin = %name, suppressed, "stderr: {line}");
             }
-            Frame::TooLong { cap } => {
+            LineItem::TooLong { cap } => {
                 tracing::warn!(plugin = %name, suppressed, "stderr: line longer than {cap} bytes, discarded");
             }
-            Frame::NotUtf8 { len } => {
+            LineItem::NotUtf8 { len } => {
                 tracing::warn!(plugin = %name, suppressed, "stderr: {len}-byte line is not UTF-8, discarded");
             }
         }

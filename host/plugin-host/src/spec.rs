@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use nightcrow_guard::ConnectRule;
+pub use nightcrow_guard::{ConnectRule, Sandbox};
 
 /// Everything needed to start one plugin instance. Built by the hub from a `[[plugin]]`
 /// table (paths already absolute, `~` already expanded).
@@ -85,38 +85,6 @@ impl fmt::Display for PluginSource {
             PluginSource::Builtin { name, .. } => write!(f, "builtin:{name}"),
             PluginSource::Installed { path, .. } => write!(f, "{}", path.display()),
             PluginSource::Path(path) => write!(f, "{}", path.display()),
-        }
-    }
-}
-
-/// `[plugin.sandbox]`: what a wasm guest may reach (default: nothing) and its limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sandbox {
-    /// Read-only preopens; each appears in the guest under its host path. Must be absolute.
-    pub read_dirs: Vec<PathBuf>,
-    /// Outbound TCP the guest may open; everything else is refused at `connect`.
-    pub connect: Vec<ConnectRule>,
-    /// Cap on each linear memory and table; growth past it traps the guest.
-    pub memory_mib: u32,
-    /// Longest the guest may compute without blocking before it is killed as a runaway.
-    pub cpu_slice_ms: u32,
-}
-
-impl Sandbox {
-    /// SPEC §4.3 default for `memory_mib`.
-    pub const DEFAULT_MEMORY_MIB: u32 = 64;
-    /// SPEC §4.3 default for `cpu_slice_ms`.
-    pub const DEFAULT_CPU_SLICE_MS: u32 = 200;
-}
-
-impl Default for Sandbox {
-    /// No grants, default limits.
-    fn default() -> Sandbox {
-        Sandbox {
-            read_dirs: Vec::new(),
-            connect: Vec::new(),
-            memory_mib: Sandbox::DEFAULT_MEMORY_MIB,
-            cpu_slice_ms: Sandbox::DEFAULT_CPU_SLICE_MS,
         }
     }
 }

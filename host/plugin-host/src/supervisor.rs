@@ -148,11 +148,6 @@ impl Supervisor {
         }
     }
 
-    /// The spec it runs.
-    pub fn spec(&self) -> &PluginSpec {
-        &self.spec
-    }
-
     /// The running instance, if there is one.
     pub fn plugin(&self) -> Option<&Plugin> {
         match &self.state {

@@ -1,3 +1,5 @@
+//! Encoding events and decoding commands: shape and size checks only, no permission.
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

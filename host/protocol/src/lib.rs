@@ -32,7 +32,7 @@ pub use codec::{
 pub use message::{Command, Event, Generation, LogLevel};
 #[cfg(feature = "tokio")]
 pub use reader::AsyncLines;
-pub use reader::{BlockingLines, Frame, LineSplitter, READ_CHUNK_BYTES};
+pub use reader::{BlockingLines, LineItem, LineSplitter, READ_CHUNK_BYTES};
 pub use token::{InvalidToken, TOKEN_HEX_LEN, Token};
 
 /// The protocol version carried as `"v"` by every message.

@@ -1,3 +1,5 @@
+//! The messages of the plugin protocol (SPEC §2): events to plugins, commands from them.
+
 use serde::{Deserialize, Serialize};
 
 use crate::Token;

@@ -4,7 +4,7 @@ use std::io;
 
 /// One outcome of reading a line-framed stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Frame {
+pub enum LineItem {
     /// A complete line: UTF-8, without its `\n` or trailing `\r`, never blank.
     Line(String),
     /// A line crossed the cap. Reported once, when the cap is crossed; the rest of the line
@@ -17,7 +17,7 @@ pub enum Frame {
 /// Bytes asked of the underlying reader per read call.
 pub const READ_CHUNK_BYTES: usize = 8 * 1024;
 
-/// The framing state machine, free of I/O: feed it bytes, take frames out.
+/// The framing state machine, free of I/O: feed it bytes, take line items out.
 ///
 /// It holds at most `cap + 1` bytes of one line (the `+ 1` is a `\r` that may precede the
 /// `\n`; the terminator does not count towards the cap). Blank lines are skipped. An
@@ -43,9 +43,9 @@ impl LineSplitter {
         self.line.len()
     }
 
-    /// Consumes bytes from the front of `input` until one frame is complete or `input` is
-    /// used up. Returns the frame, if any; call again with the remaining input.
-    pub fn push(&mut self, input: &mut &[u8]) -> Option<Frame> {
+    /// Consumes bytes from the front of `input` until one item is complete or `input` is
+    /// used up. Returns the item, if any; call again with the remaining input.
+    pub fn push(&mut self, input: &mut &[u8]) -> Option<LineItem> {
         while !input.is_empty() {
             let newline = input.iter().position(|&b| b == b'\n');
             let (segment, consumed) = match newline {
@@ -59,7 +59,7 @@ impl LineSplitter {
                     if newline.is_some() {
                         self.discarding = false;
                     }
-                    return Some(Frame::TooLong { cap: self.cap });
+                    return Some(LineItem::TooLong { cap: self.cap });
                 }
                 self.reserve_within_cap(segment.len());
                 self.line.extend_from_slice(segment);
@@ -77,7 +77,7 @@ impl LineSplitter {
     }
 
     /// End of input: delivers an unterminated last line, if there is one.
-    pub fn finish(&mut self) -> Option<Frame> {
+    pub fn finish(&mut self) -> Option<LineItem> {
         if std::mem::take(&mut self.discarding) {
             return None;
         }
@@ -107,13 +107,13 @@ impl LineSplitter {
         self.line.shrink_to(READ_CHUNK_BYTES);
     }
 
-    fn finish_line(&mut self) -> Option<Frame> {
+    fn finish_line(&mut self) -> Option<LineItem> {
         if self.line.last() == Some(&b'\r') {
             self.line.pop();
         }
         if self.line.len() > self.cap {
             self.line.clear();
-            return Some(Frame::TooLong { cap: self.cap });
+            return Some(LineItem::TooLong { cap: self.cap });
         }
         if self.line.iter().all(u8::is_ascii_whitespace) {
             self.line.clear();
@@ -121,8 +121,8 @@ impl LineSplitter {
         }
         let bytes = std::mem::take(&mut self.line);
         Some(match String::from_utf8(bytes) {
-            Ok(text) => Frame::Line(text),
-            Err(error) => Frame::NotUtf8 {
+            Ok(text) => LineItem::Line(text),
+            Err(error) => LineItem::NotUtf8 {
                 len: error.as_bytes().len(),
             },
         })
@@ -148,9 +148,9 @@ impl Framer {
         }
     }
 
-    /// A frame from bytes already read, if they hold one. When this returns `None` every
+    /// An item from bytes already read, if they hold one. When this returns `None` every
     /// read byte has been consumed, so `read_buf` may be overwritten.
-    fn next_buffered(&mut self) -> Option<Frame> {
+    fn next_buffered(&mut self) -> Option<LineItem> {
         let mut input = &self.chunk[self.pending.clone()];
         let frame = self.splitter.push(&mut input);
         self.pending.start = self.pending.end - input.len();
@@ -162,7 +162,7 @@ impl Framer {
     }
 
     /// Records that `read` bytes were read into `read_buf`; zero means end of input.
-    fn filled(&mut self, read: usize) -> Option<Frame> {
+    fn filled(&mut self, read: usize) -> Option<LineItem> {
         if read == 0 {
             self.eof = true;
             return self.splitter.finish();
@@ -172,7 +172,7 @@ impl Framer {
     }
 }
 
-/// Reads frames from any blocking [`io::Read`] (the plugin side: a guest's stdin).
+/// Reads line items from any blocking [`io::Read`] (the plugin side: a guest's stdin).
 pub struct BlockingLines<R> {
     reader: R,
     framer: Framer,
@@ -187,8 +187,8 @@ impl<R: io::Read> BlockingLines<R> {
         }
     }
 
-    /// The next frame; `Ok(None)` at end of input.
-    pub fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+    /// The next item; `Ok(None)` at end of input.
+    pub fn next_item(&mut self) -> io::Result<Option<LineItem>> {
         loop {
             if let Some(frame) = self.framer.next_buffered() {
                 return Ok(Some(frame));
@@ -207,36 +207,27 @@ impl<R: io::Read> BlockingLines<R> {
         }
     }
 
-    /// A frame from bytes already read, without reading more. Lets a caller that polls for
+    /// An item from bytes already read, without reading more. Lets a caller that polls for
     /// readiness drain what it has before it waits again.
-    pub fn next_buffered(&mut self) -> Option<Frame> {
+    pub fn next_buffered(&mut self) -> Option<LineItem> {
         self.framer.next_buffered()
-    }
-
-    /// Whether the underlying reader has reported end of input.
-    pub fn at_eof(&self) -> bool {
-        self.framer.eof
     }
 
     /// The framing state, to observe how much of an unfinished line is held.
     pub fn splitter(&self) -> &LineSplitter {
         &self.framer.splitter
     }
-
-    pub fn get_mut(&mut self) -> &mut R {
-        &mut self.reader
-    }
 }
 
 impl<R: io::Read> Iterator for BlockingLines<R> {
-    type Item = io::Result<Frame>;
+    type Item = io::Result<LineItem>;
 
-    fn next(&mut self) -> Option<io::Result<Frame>> {
-        self.next_frame().transpose()
+    fn next(&mut self) -> Option<io::Result<LineItem>> {
+        self.next_item().transpose()
     }
 }
 
-/// Reads frames from any [`tokio::io::AsyncRead`] (the host side: a plugin's stdout).
+/// Reads line items from any [`tokio::io::AsyncRead`] (the host side: a plugin's stdout).
 #[cfg(feature = "tokio")]
 pub struct AsyncLines<R> {
     reader: R,
@@ -253,9 +244,9 @@ impl<R: tokio::io::AsyncRead + Unpin> AsyncLines<R> {
         }
     }
 
-    /// The next frame; `Ok(None)` at end of input. Cancel-safe: bytes already read stay
+    /// The next item; `Ok(None)` at end of input. Cancel-safe: bytes already read stay
     /// buffered if the future is dropped.
-    pub async fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+    pub async fn next_item(&mut self) -> io::Result<Option<LineItem>> {
         use tokio::io::AsyncReadExt;
         loop {
             if let Some(frame) = self.framer.next_buffered() {

@@ -1,3 +1,5 @@
+//! Pane tokens, the only name plugins have for a pane slot.
+
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -25,7 +25,7 @@ use nightcrow_protocol::{Command, Generation, LogLevel, Token};
 
 use detect::{ProviderKind, detect};
 use machine::{Opened, PaneMachine};
-use provider::{Adapter, Env, PaneFacts, Sink};
+use provider::{Adapter, Env, OpenedPane, Sink};
 
 /// Most panes tracked at once.
 pub const MAX_PANES: usize = 64;
@@ -104,7 +104,7 @@ impl Recovery {
 /// adapter has logged why).
 fn build_adapter(
     kind: ProviderKind,
-    facts: &PaneFacts,
+    facts: &OpenedPane,
     env: &Env,
     sink: &mut Sink,
 ) -> Option<Box<dyn Adapter>> {
@@ -132,7 +132,7 @@ impl Plugin for Recovery {
             self.ignore(pane.token);
             return;
         };
-        let facts = PaneFacts {
+        let facts = OpenedPane {
             command,
             cwd: pane.cwd,
             opened: now,

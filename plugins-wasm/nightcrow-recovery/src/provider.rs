@@ -15,7 +15,7 @@ use nightcrow_protocol::LogLevel;
 
 /// The pane an adapter is attached to, as the host described it in `pane_opened`.
 #[derive(Debug, Clone)]
-pub struct PaneFacts {
+pub struct OpenedPane {
     /// The original configured startup command (detection already matched its first word).
     pub command: String,
     /// The repository root the pane runs in.

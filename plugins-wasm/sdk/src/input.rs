@@ -3,39 +3,39 @@
 use std::io;
 use std::time::Duration;
 
-use nightcrow_protocol::Frame;
+use nightcrow_protocol::LineItem;
 #[cfg(not(target_family = "wasm"))]
 use nightcrow_protocol::{BlockingLines, MAX_LINE_BYTES};
 
 /// What one wait produced.
 #[derive(Debug)]
 pub enum Waited {
-    /// A frame of input (a line, or a report of a dropped one).
-    Frame(Frame),
+    /// An item of input (a line, or a report of a dropped one).
+    Item(LineItem),
     /// The timeout passed, or input arrived without completing a line.
     Nothing,
     /// End of input (with the error, if it ended by one).
     Closed(Option<io::Error>),
 }
 
-/// A source of input frames that can wait with a timeout.
+/// A source of input line items that can wait with a timeout.
 pub trait Input {
-    /// Waits for the next frame at most `timeout` (`None`: as long as it takes).
+    /// Waits for the next item at most `timeout` (`None`: as long as it takes).
     fn wait(&mut self, timeout: Option<Duration>) -> Waited;
 }
 
-/// Native: a reader thread runs the capped blocking reader and hands frames over a bounded
+/// Native: a reader thread runs the capped blocking reader and hands line items over a bounded
 /// channel; the loop waits on the channel with `recv_timeout`. The thread blocks in `read`
 /// and ends at end of input; it never touches plugin state.
 #[cfg(not(target_family = "wasm"))]
 pub struct ThreadedInput {
-    frames: std::sync::mpsc::Receiver<io::Result<Frame>>,
+    frames: std::sync::mpsc::Receiver<io::Result<LineItem>>,
 }
 
 #[cfg(not(target_family = "wasm"))]
 impl ThreadedInput {
     pub fn new(reader: impl io::Read + Send + 'static) -> ThreadedInput {
-        // A few frames of slack; beyond that the reader waits, so input stays bounded.
+        // A few line items of slack; beyond that the reader waits, so input stays bounded.
         let (sender, frames) = std::sync::mpsc::sync_channel(16);
         std::thread::spawn(move || {
             for frame in BlockingLines::new(reader, MAX_LINE_BYTES) {
@@ -61,7 +61,7 @@ impl Input for ThreadedInput {
                 .map_err(|_| RecvTimeoutError::Disconnected),
         };
         match received {
-            Ok(Ok(frame)) => Waited::Frame(frame),
+            Ok(Ok(frame)) => Waited::Item(frame),
             Ok(Err(error)) => Waited::Closed(Some(error)),
             Err(RecvTimeoutError::Timeout) => Waited::Nothing,
             Err(RecvTimeoutError::Disconnected) => Waited::Closed(None),
@@ -88,7 +88,7 @@ mod wasi_stdin {
     use std::collections::VecDeque;
     use std::time::Duration;
 
-    use nightcrow_protocol::{Frame, LineSplitter, MAX_LINE_BYTES, READ_CHUNK_BYTES};
+    use nightcrow_protocol::{LineItem, LineSplitter, MAX_LINE_BYTES, READ_CHUNK_BYTES};
     use wasip2::io::streams::{InputStream, StreamError};
 
     use super::{Input, Waited};
@@ -96,7 +96,7 @@ mod wasi_stdin {
     pub struct WasiStdin {
         stream: InputStream,
         splitter: LineSplitter,
-        ready: VecDeque<Frame>,
+        ready: VecDeque<LineItem>,
         closed: bool,
     }
 
@@ -123,7 +123,7 @@ mod wasi_stdin {
     impl Input for WasiStdin {
         fn wait(&mut self, timeout: Option<Duration>) -> Waited {
             if let Some(frame) = self.ready.pop_front() {
-                return Waited::Frame(frame);
+                return Waited::Item(frame);
             }
             if self.closed {
                 return Waited::Closed(None);
@@ -151,7 +151,7 @@ mod wasi_stdin {
                 }
             }
             match self.ready.pop_front() {
-                Some(frame) => Waited::Frame(frame),
+                Some(frame) => Waited::Item(frame),
                 None if self.closed => Waited::Closed(None),
                 None => Waited::Nothing,
             }

@@ -44,7 +44,8 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use nightcrow_protocol::{
-    Command, DecodeError, Event, Frame, Generation, LogLevel, Token, decode_event, encode_command,
+    Command, DecodeError, Event, Generation, LineItem, LogLevel, Token, decode_event,
+    encode_command,
 };
 
 pub use clock::{Clock, FileClock, Now, SystemClock};
@@ -200,12 +201,12 @@ pub fn drive(
             None => None,
         };
         let line = match input.wait(timeout) {
-            Waited::Frame(Frame::Line(line)) => line,
-            Waited::Frame(Frame::TooLong { cap }) => {
+            Waited::Item(LineItem::Line(line)) => line,
+            Waited::Item(LineItem::TooLong { cap }) => {
                 eprintln!("skipped an event line over {cap} bytes");
                 continue;
             }
-            Waited::Frame(Frame::NotUtf8 { len }) => {
+            Waited::Item(LineItem::NotUtf8 { len }) => {
                 eprintln!("skipped an event line of {len} bytes that is not UTF-8");
                 continue;
             }
@@ -436,12 +437,12 @@ mod tests {
         let mut input = ThreadedInput::new(std::io::Cursor::new(bytes));
         assert!(matches!(
             input.wait(None),
-            Waited::Frame(Frame::TooLong { .. })
+            Waited::Item(LineItem::TooLong { .. })
         ));
-        assert!(matches!(input.wait(None), Waited::Frame(Frame::Line(line)) if line == "ok"));
+        assert!(matches!(input.wait(None), Waited::Item(LineItem::Line(line)) if line == "ok"));
         assert!(matches!(
             input.wait(None),
-            Waited::Frame(Frame::NotUtf8 { len: 1 })
+            Waited::Item(LineItem::NotUtf8 { len: 1 })
         ));
         assert!(matches!(
             input.wait(Some(Duration::from_secs(5))),

@@ -14,7 +14,7 @@
 use std::io::{self, Write};
 
 use nightcrow_protocol::{
-    BlockingLines, Command, Event, Frame, LogLevel, MAX_LINE_BYTES, decode_event, encode_command,
+    BlockingLines, Command, Event, LineItem, LogLevel, MAX_LINE_BYTES, decode_event, encode_command,
 };
 
 /// Suffix of the `log` a hostile guest sends once it is done misbehaving:
@@ -33,17 +33,17 @@ pub enum Incoming {
 pub fn incoming() -> impl Iterator<Item = Incoming> {
     let mut lines = BlockingLines::new(io::stdin().lock(), MAX_LINE_BYTES);
     std::iter::from_fn(move || {
-        let frame = match lines.next_frame() {
+        let frame = match lines.next_item() {
             Ok(frame) => frame?,
             Err(error) => return Some(Incoming::Undecodable(format!("stdin: {error}"))),
         };
         Some(match frame {
-            Frame::Line(line) => match decode_event(&line) {
+            LineItem::Line(line) => match decode_event(&line) {
                 Ok(event) => Incoming::Event(event),
                 Err(error) => Incoming::Undecodable(error.to_string()),
             },
-            Frame::TooLong { cap } => Incoming::Undecodable(format!("line over {cap} bytes")),
-            Frame::NotUtf8 { len } => Incoming::Undecodable(format!("{len} bytes not UTF-8")),
+            LineItem::TooLong { cap } => Incoming::Undecodable(format!("line over {cap} bytes")),
+            LineItem::NotUtf8 { len } => Incoming::Undecodable(format!("{len} bytes not UTF-8")),
         })
     })
 }

@@ -3,11 +3,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nightcrow_protocol::{Frame, LineSplitter};
+use nightcrow_protocol::{LineItem, LineSplitter};
 
 const CAP: usize = 64;
 
-fn frames(pieces: &[&[u8]]) -> Vec<Frame> {
+fn frames(pieces: &[&[u8]]) -> Vec<LineItem> {
     let mut splitter = LineSplitter::new(CAP);
     let mut frames = Vec::new();
     for piece in pieces {

@@ -3,7 +3,7 @@
 //! `bad-commands.ndjson` one refused line per row as `outcome<TAB>message<TAB>line`.
 
 use nightcrow_protocol::{
-    Command, DecodeError, Event, Frame, MAX_LINE_BYTES, decode_command, decode_event,
+    Command, DecodeError, Event, LineItem, MAX_LINE_BYTES, decode_command, decode_event,
     encode_command, encode_event,
 };
 
@@ -164,14 +164,14 @@ fn bad_lines_through_the_reader_never_become_commands_and_the_stream_goes_on() {
     let mut refused = 0;
     for frame in frames_whole(MAX_LINE_BYTES, &stream) {
         match frame {
-            Frame::Line(line) => match decode_command(&line) {
+            LineItem::Line(line) => match decode_command(&line) {
                 Ok(command) => {
                     assert_eq!(command, decode_command(valid).unwrap());
                     commands += 1;
                 }
                 Err(_) => refused += 1,
             },
-            Frame::TooLong { .. } | Frame::NotUtf8 { .. } => refused += 1,
+            LineItem::TooLong { .. } | LineItem::NotUtf8 { .. } => refused += 1,
         }
     }
     let cases = bad_lines().len();

@@ -1,5 +1,5 @@
 use nightcrow_protocol::{
-    Command, Event, Frame, LogLevel, MAX_INPUT_BYTES, MAX_LINE_BYTES, Token, decode_command,
+    Command, Event, LineItem, LogLevel, MAX_INPUT_BYTES, MAX_LINE_BYTES, Token, decode_command,
     decode_event, encode_command, encode_event,
 };
 use proptest::prelude::*;
@@ -191,7 +191,7 @@ proptest! {
         let decoded: Vec<_> = frames_in_pieces(MAX_LINE_BYTES, pieces)
             .into_iter()
             .map(|frame| match frame {
-                Frame::Line(line) => decode_command(&line),
+                LineItem::Line(line) => decode_command(&line),
                 other => panic!("valid stream gave {other:?}"),
             })
             .collect();

@@ -1,12 +1,12 @@
 use std::io;
 
-use nightcrow_protocol::{BlockingLines, Frame, LineSplitter, MAX_LINE_BYTES, READ_CHUNK_BYTES};
+use nightcrow_protocol::{BlockingLines, LineItem, LineSplitter, MAX_LINE_BYTES, READ_CHUNK_BYTES};
 
 use crate::util::{frames_bytewise, frames_in_pieces, frames_split_at, frames_whole, line};
 
 /// Checks that `input` yields `expected` however it is cut into reads.
 #[track_caller]
-fn check(cap: usize, input: &[u8], expected: &[Frame]) {
+fn check(cap: usize, input: &[u8], expected: &[LineItem]) {
     assert_eq!(frames_whole(cap, input), expected, "fed whole");
     assert_eq!(frames_bytewise(cap, input), expected, "fed byte by byte");
     for at in 0..=input.len() {
@@ -31,7 +31,7 @@ fn a_line_of_exactly_the_cap_passes_and_one_more_byte_is_too_long() {
     check(
         cap,
         b"123456789\nnext\n",
-        &[Frame::TooLong { cap }, line("next")],
+        &[LineItem::TooLong { cap }, line("next")],
     );
 }
 
@@ -46,7 +46,7 @@ fn crlf_at_the_cap_is_not_counted_against_it() {
     check(
         cap,
         b"123456789\r\nnext\n",
-        &[Frame::TooLong { cap }, line("next")],
+        &[LineItem::TooLong { cap }, line("next")],
     );
 }
 
@@ -54,7 +54,7 @@ fn crlf_at_the_cap_is_not_counted_against_it() {
 fn the_cap_crossed_over_three_reads_is_reported_once() {
     let cap = 10;
     let frames = frames_in_pieces(cap, [&b"1234"[..], b"5678", b"9abcdef\nok\n"]);
-    assert_eq!(frames, [Frame::TooLong { cap }, line("ok")]);
+    assert_eq!(frames, [LineItem::TooLong { cap }, line("ok")]);
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn an_over_long_line_is_dropped_whole_and_reading_resumes_after_its_newline() {
     check(
         cap,
         b"ok\ntoo long by far\nfine\n",
-        &[line("ok"), Frame::TooLong { cap }, line("fine")],
+        &[line("ok"), LineItem::TooLong { cap }, line("fine")],
     );
 }
 
@@ -78,7 +78,7 @@ fn non_utf8_lines_are_dropped_and_counted_by_length() {
     check(
         16,
         b"ok\n\xff\xfe bad\nfine\n",
-        &[line("ok"), Frame::NotUtf8 { len: 6 }, line("fine")],
+        &[line("ok"), LineItem::NotUtf8 { len: 6 }, line("fine")],
     );
     // A multi-byte character split across reads is not an encoding error.
     check(16, "한국어\n".as_bytes(), &[line("한국어")]);
@@ -87,7 +87,7 @@ fn non_utf8_lines_are_dropped_and_counted_by_length() {
 #[test]
 fn an_unterminated_last_line_is_delivered_at_end_of_input() {
     check(8, b"a\nlast", &[line("a"), line("last")]);
-    check(4, b"a\nlonger", &[line("a"), Frame::TooLong { cap: 4 }]);
+    check(4, b"a\nlonger", &[line("a"), LineItem::TooLong { cap: 4 }]);
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn ten_mebibytes_without_a_newline_stay_within_the_cap_then_a_valid_line_decodes
         frames.extend(std::iter::from_fn(|| splitter.push(&mut input)));
         peak_capacity = peak_capacity.max(splitter.capacity());
     }
-    assert_eq!(frames, [Frame::TooLong { cap }]);
+    assert_eq!(frames, [LineItem::TooLong { cap }]);
     assert!(
         peak_capacity <= cap + 1,
         "line buffer reached {peak_capacity} bytes"
@@ -142,7 +142,7 @@ fn blocking_reader_yields_the_same_frames_as_the_splitter() {
     let expected = frames_whole(8, input);
     for step in [1, 3, 7, 64] {
         let lines = BlockingLines::new(Trickle { data: input, step }, 8);
-        let frames: Vec<Frame> = lines.map(Result::unwrap).collect();
+        let frames: Vec<LineItem> = lines.map(Result::unwrap).collect();
         assert_eq!(frames, expected, "step {step}");
     }
 }
@@ -159,7 +159,7 @@ async fn async_reader_yields_the_same_frames_as_the_splitter() {
     });
     let mut lines = nightcrow_protocol::AsyncLines::new(reader, 8);
     let mut frames = Vec::new();
-    while let Some(frame) = lines.next_frame().await.unwrap() {
+    while let Some(frame) = lines.next_item().await.unwrap() {
         frames.push(frame);
         assert!(lines.splitter().capacity() <= 9);
     }

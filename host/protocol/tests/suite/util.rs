@@ -1,8 +1,11 @@
-use nightcrow_protocol::{Frame, LineSplitter};
+use nightcrow_protocol::{LineItem, LineSplitter};
 
 /// Frames of `input` fed to a fresh splitter in the given pieces, with the end-of-input
 /// frame last. Asserts after every push that the buffer stayed within the cap.
-pub fn frames_in_pieces<'a>(cap: usize, pieces: impl IntoIterator<Item = &'a [u8]>) -> Vec<Frame> {
+pub fn frames_in_pieces<'a>(
+    cap: usize,
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+) -> Vec<LineItem> {
     let mut splitter = LineSplitter::new(cap);
     let mut frames = Vec::new();
     for piece in pieces {
@@ -21,15 +24,15 @@ pub fn frames_in_pieces<'a>(cap: usize, pieces: impl IntoIterator<Item = &'a [u8
     frames
 }
 
-pub fn frames_whole(cap: usize, input: &[u8]) -> Vec<Frame> {
+pub fn frames_whole(cap: usize, input: &[u8]) -> Vec<LineItem> {
     frames_in_pieces(cap, [input])
 }
 
-pub fn frames_bytewise(cap: usize, input: &[u8]) -> Vec<Frame> {
+pub fn frames_bytewise(cap: usize, input: &[u8]) -> Vec<LineItem> {
     frames_in_pieces(cap, input.chunks(1))
 }
 
-pub fn frames_split_at(cap: usize, input: &[u8], at: usize) -> Vec<Frame> {
+pub fn frames_split_at(cap: usize, input: &[u8], at: usize) -> Vec<LineItem> {
     let (head, tail) = input.split_at(at);
     frames_in_pieces(cap, [head, tail])
 }
@@ -43,6 +46,6 @@ fn assert_bounded(splitter: &LineSplitter, cap: usize) {
     );
 }
 
-pub fn line(text: &str) -> Frame {
-    Frame::Line(text.to_owned())
+pub fn line(text: &str) -> LineItem {
+    LineItem::Line(text.to_owned())
 }

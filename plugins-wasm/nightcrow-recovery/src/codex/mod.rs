@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nightcrow_plugin_sdk::Now;
-use nightcrow_protocol::{Frame, LineSplitter, LogLevel};
+use nightcrow_protocol::{LineItem, LineSplitter, LogLevel};
 
-use crate::provider::{Adapter, Env, Observation, PaneFacts, Sink};
+use crate::provider::{Adapter, Env, Observation, OpenedPane, Sink};
 use rollout::{SessionMeta, TurnEnd, Turns, civil_from_days};
 
 /// Longest rollout record read.
@@ -61,7 +61,7 @@ pub struct Codex {
 }
 
 impl Codex {
-    pub fn new(pane: &PaneFacts, env: &Env, sink: &mut Sink) -> Codex {
+    pub fn new(pane: &OpenedPane, env: &Env, sink: &mut Sink) -> Codex {
         let sessions = codex_home(env).map(|home| home.join("sessions"));
         if sessions.is_none() {
             sink.log(
@@ -313,11 +313,11 @@ impl Followed {
             let mut rest = &chunk[..read];
             while !rest.is_empty() {
                 match self.lines.push(&mut rest) {
-                    Some(Frame::Line(line)) => match self.turns.record(&line) {
+                    Some(LineItem::Line(line)) => match self.turns.record(&line) {
                         Ok(end) => ends.extend(end),
                         Err(_) => *bad += 1,
                     },
-                    Some(Frame::TooLong { .. } | Frame::NotUtf8 { .. }) => *bad += 1,
+                    Some(LineItem::TooLong { .. } | LineItem::NotUtf8 { .. }) => *bad += 1,
                     None => {}
                 }
             }

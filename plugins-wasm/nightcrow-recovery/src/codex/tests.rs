@@ -55,7 +55,7 @@ impl Home {
     }
 
     fn codex(&self, cwd: &str, opened_wall_ms: i64) -> Codex {
-        let facts = PaneFacts {
+        let facts = OpenedPane {
             command: "codex".into(),
             cwd: cwd.into(),
             opened: at(0, opened_wall_ms),
@@ -328,7 +328,7 @@ fn an_unreadable_sessions_directory_is_logged_once() {
         "CODEX_HOME".to_owned(),
         dir.path().join("absent").display().to_string(),
     )]);
-    let facts = PaneFacts {
+    let facts = OpenedPane {
         command: "codex".into(),
         cwd: "/r".into(),
         opened: at(0, BEFORE_0169_MS),

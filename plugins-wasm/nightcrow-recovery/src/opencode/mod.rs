@@ -18,7 +18,7 @@ use std::time::Duration;
 use nightcrow_plugin_sdk::Now;
 use nightcrow_protocol::LogLevel;
 
-use crate::provider::{Adapter, Env, PaneFacts, Sink};
+use crate::provider::{Adapter, Env, OpenedPane, Sink};
 use http::{Endpoint, HttpError, Stream, with_directory};
 use sse::SseParser;
 use status::Tracker;
@@ -77,7 +77,7 @@ enum FailureKind {
 impl OpenCode {
     /// `None` when the pane cannot be observed (no explicit port, or not on loopback); the
     /// reason is logged once, here.
-    pub fn new(pane: &PaneFacts, env: &Env, sink: &mut Sink) -> Option<OpenCode> {
+    pub fn new(pane: &OpenedPane, env: &Env, sink: &mut Sink) -> Option<OpenCode> {
         let addr = match command::server_address(&pane.command, cfg!(windows)) {
             Ok(addr) => addr,
             Err(why) => {

@@ -60,8 +60,8 @@ fn chunked(body: &[u8]) -> Vec<u8> {
     response
 }
 
-fn pane(port: u16) -> PaneFacts {
-    PaneFacts {
+fn pane(port: u16) -> OpenedPane {
+    OpenedPane {
         command: format!("opencode --port {port}"),
         cwd: "/home/a/proj".to_owned(),
         opened: at(0),
