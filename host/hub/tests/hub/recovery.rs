@@ -351,6 +351,9 @@ async fn a_full_pane_cap_puts_the_hold_back() {
     hub.hub.close(fillers[0]).await.expect("close");
     hub.input(trigger, "again\r").await;
     hub.client.saw(cancelled(held)).await;
-    assert!(hub.hub.status().await.expect("status").holds.is_empty());
+    // The relaunched `echo bye` may already have exited and be held again, under its new
+    // pane id; the old hold is gone either way.
+    let holds = hub.hub.status().await.expect("status").holds;
+    assert!(holds.iter().all(|hold| hold.pane != held), "{holds:?}");
     hub.shutdown().await;
 }
