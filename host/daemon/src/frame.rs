@@ -73,17 +73,39 @@ pub async fn write_frame(
     writer: &mut (impl AsyncWrite + Unpin),
     frame: &WireFrame,
 ) -> Result<(), FrameError> {
-    let (kind, payload) = match frame {
-        WireFrame::Control(text) => (KIND_CONTROL, text.as_bytes()),
-        WireFrame::Output(bytes) => (KIND_OUTPUT, bytes.as_slice()),
-    };
-    if payload.len() > MAX_FRAME_BYTES {
-        return Err(FrameError::TooLarge(payload.len()));
+    match frame {
+        WireFrame::Control(text) => write_parts(writer, KIND_CONTROL, &[text.as_bytes()]).await,
+        WireFrame::Output(bytes) => write_parts(writer, KIND_OUTPUT, &[bytes]).await,
     }
-    let mut buffer = Vec::with_capacity(5 + payload.len());
-    buffer.extend_from_slice(&(payload.len() as u32 + 1).to_le_bytes());
+}
+
+/// Writes the output frame of `pane` straight from the hub's bytes: the id and the bytes are
+/// copied once, into the buffer that goes to the socket, not first into a frame of their own.
+pub async fn write_output(
+    writer: &mut (impl AsyncWrite + Unpin),
+    pane: u64,
+    bytes: &[u8],
+) -> Result<(), FrameError> {
+    let id = nightcrow_hub::output_frame_id(pane);
+    write_parts(writer, KIND_OUTPUT, &[&id, bytes]).await
+}
+
+/// One frame whose payload is `parts` one after the other, in one write, then a flush.
+async fn write_parts(
+    writer: &mut (impl AsyncWrite + Unpin),
+    kind: u8,
+    parts: &[&[u8]],
+) -> Result<(), FrameError> {
+    let length: usize = parts.iter().map(|part| part.len()).sum();
+    if length > MAX_FRAME_BYTES {
+        return Err(FrameError::TooLarge(length));
+    }
+    let mut buffer = Vec::with_capacity(5 + length);
+    buffer.extend_from_slice(&(length as u32 + 1).to_le_bytes());
     buffer.push(kind);
-    buffer.extend_from_slice(payload);
+    for part in parts {
+        buffer.extend_from_slice(part);
+    }
     writer.write_all(&buffer).await?;
     writer.flush().await?;
     Ok(())
@@ -134,6 +156,13 @@ mod tests {
         // Cut inside a frame: an error, not a clean end.
         let cut = [5, 0, 0, 0, 0, b'a'];
         assert!(read_frame(&mut cut.as_slice()).await.is_err());
+        let mut written = Vec::new();
+        write_output(&mut written, 258, b"hi").await.unwrap();
+        let read = read_frame(&mut written.as_slice()).await.unwrap();
+        assert_eq!(
+            read,
+            Some(WireFrame::Output(nightcrow_hub::output_frame(258, b"hi")))
+        );
         let oversize = WireFrame::Output(vec![0; MAX_FRAME_BYTES + 1]);
         assert!(write_frame(&mut Vec::new(), &oversize).await.is_err());
     }

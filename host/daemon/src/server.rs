@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::Home;
-use crate::frame::{WireFrame, read_frame, write_frame};
+use crate::frame::{WireFrame, read_frame, write_frame, write_output};
 use crate::mapping::hub_config;
 use crate::message::{
     DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, RepoReload, RepoStatus, StatusAnswer,
@@ -273,15 +273,17 @@ async fn attached(
     loop {
         tokio::select! {
             frame = client.recv() => {
-                let frame = match frame {
-                    Some(Frame::Message(message)) => WireFrame::Control(message.to_json()),
+                let written = match frame {
+                    Some(Frame::Message(message)) => {
+                        write_frame(&mut writer, &WireFrame::Control(message.to_json())).await
+                    }
                     Some(Frame::Output { pane, bytes }) => {
-                        WireFrame::Output(nightcrow_hub::output_frame(pane, &bytes))
+                        write_output(&mut writer, pane, &bytes).await
                     }
                     // Disconnected by the hub (fell behind, or it shut down).
                     None => return,
                 };
-                if write_frame(&mut writer, &frame).await.is_err() {
+                if written.is_err() {
                     return;
                 }
             }

@@ -147,9 +147,15 @@ pub enum Frame {
 /// pane spawns to leave `u32`, so the id is truncated rather than the frame widened.
 pub fn output_frame(pane: u64, bytes: &[u8]) -> Vec<u8> {
     let mut frame = Vec::with_capacity(4 + bytes.len());
-    frame.extend_from_slice(&(pane as u32).to_le_bytes());
+    frame.extend_from_slice(&output_frame_id(pane));
     frame.extend_from_slice(bytes);
     frame
+}
+
+/// The first four bytes of the output frame of `pane`, for a transport that writes the
+/// frame straight into its own buffer instead of building it first.
+pub fn output_frame_id(pane: u64) -> [u8; 4] {
+    (pane as u32).to_le_bytes()
 }
 
 /// The pane id and bytes of a binary output frame; `None` when it is too short to hold an

@@ -49,7 +49,7 @@ use tokio::sync::mpsc;
 
 pub use client::{
     CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport, output_frame,
-    parse_output_frame,
+    output_frame_id, parse_output_frame,
 };
 pub use config::{HubConfig, HubPlugin, PENDING_RELAUNCH_TTL, StartupCommand};
 pub use handle::{
