@@ -12,8 +12,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
-use crate::app::{App, Mode, Pane, key_table};
+use crate::app::{App, Mode, Pane};
 use crate::format::{TAB_WIDTH, tab_label, truncate};
+use crate::input::key_table;
 
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();

@@ -17,6 +17,7 @@
 mod app;
 mod draw;
 pub mod format;
+mod input;
 mod keys;
 mod terminal;
 
@@ -26,7 +27,8 @@ use nightcrow_config::LeaderKey;
 use nightcrow_hub::{ClientRequest, Frame};
 use tokio::sync::mpsc;
 
-pub use app::{App, Mode, Outcome, PaneSize, key_table};
+pub use app::{App, Mode, Outcome, PaneSize};
+pub use input::key_table;
 
 /// Most redraws a second.
 pub const FRAMES_PER_SECOND: u32 = 60;

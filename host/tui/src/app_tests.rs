@@ -1,0 +1,291 @@
+//! The state machine fed with hub frames and bytes, without a terminal.
+
+use super::*;
+
+const SIZE: PaneSize = PaneSize { rows: 10, cols: 40 };
+
+fn app() -> App {
+    App::new(LeaderKey::default(), SIZE, false)
+}
+
+fn created(app: &mut App, pane: u64) -> Vec<ClientRequest> {
+    app.on_frame(Frame::Message(HubMessage::Created {
+        pane,
+        title: Some(format!("p{pane}")),
+        rows: SIZE.rows,
+        cols: SIZE.cols,
+    }))
+}
+
+fn output(app: &mut App, pane: u64, bytes: &[u8]) {
+    app.on_frame(Frame::Output {
+        pane,
+        bytes: Bytes::copy_from_slice(bytes),
+    });
+}
+
+fn report(pane: u64, state: &str) -> Frame {
+    Frame::Message(HubMessage::Recovery(RecoveryReport {
+        pane,
+        state: state.to_owned(),
+        detail: None,
+        deadline_epoch: None,
+        attempt: 0,
+    }))
+}
+
+fn titles(app: &App) -> Vec<&str> {
+    app.panes.iter().map(|pane| pane.title.as_str()).collect()
+}
+
+#[test]
+fn keys_go_to_the_pane_in_view_except_the_leader() {
+    let mut app = app();
+    created(&mut app, 7);
+    assert_eq!(
+        app.on_input(b"ls -l\r"),
+        [ClientRequest::Input {
+            pane: 7,
+            data: "ls -l\r".into()
+        }]
+    );
+    // The leader twice sends the leader byte; text around it still goes in one write.
+    assert_eq!(
+        app.on_input(b"a\x06\x06b"),
+        [
+            ClientRequest::Input {
+                pane: 7,
+                data: "a".into()
+            },
+            ClientRequest::Input {
+                pane: 7,
+                data: "\x06".into()
+            },
+            ClientRequest::Input {
+                pane: 7,
+                data: "b".into()
+            },
+        ]
+    );
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(
+        app.on_input(b"\x06r"),
+        [ClientRequest::CancelRecovery { pane: 7 }]
+    );
+    assert_eq!(app.on_input(b"\x06x"), []);
+    assert_eq!(app.mode, Mode::ConfirmClose(7));
+    assert_eq!(app.on_input(b"n"), [], "anything but y keeps the pane");
+    assert_eq!(app.on_input(b"\x06xy"), [ClientRequest::Close { pane: 7 }]);
+    assert!(app.on_input(b"\x06d").is_empty());
+    assert_eq!(app.outcome, Some(Outcome::Detached));
+}
+
+#[test]
+fn a_new_pane_of_ours_comes_into_view_and_others_do_not() {
+    let mut app = app();
+    created(&mut app, 1);
+    let create = app.on_input(b"\x06c");
+    assert!(matches!(
+        create[..],
+        [ClientRequest::Create {
+            rows: Some(10),
+            cols: Some(40),
+            ..
+        }]
+    ));
+    created(&mut app, 2);
+    assert_eq!(app.active_pane().map(|p| p.id), Some(2));
+    created(&mut app, 3);
+    assert_eq!(
+        app.active_pane().map(|p| p.id),
+        Some(2),
+        "a pane someone else opened"
+    );
+    app.on_input(b"\x06n");
+    assert_eq!(app.active_pane().map(|p| p.id), Some(3));
+    app.on_input(b"\x06n");
+    assert_eq!(app.active_pane().map(|p| p.id), Some(1), "n wraps");
+    app.on_input(b"\x06p\x06p");
+    assert_eq!(app.active_pane().map(|p| p.id), Some(2));
+    app.on_input(b"\x069");
+    assert_eq!(app.active_pane().map(|p| p.id), Some(2), "no ninth pane");
+}
+
+#[test]
+fn a_pane_at_another_size_is_brought_to_ours_after_its_replay() {
+    let mut app = app();
+    let resize = app.on_frame(Frame::Message(HubMessage::Created {
+        pane: 4,
+        title: None,
+        rows: 24,
+        cols: 80,
+    }));
+    assert_eq!(
+        resize,
+        [ClientRequest::Resize {
+            pane: 4,
+            rows: 10,
+            cols: 40
+        }]
+    );
+    output(&mut app, 4, b"replayed at 80 columns");
+    app.on_frame(Frame::Message(HubMessage::Resized {
+        pane: 4,
+        rows: 10,
+        cols: 40,
+    }));
+    let screen = app.panes[0].screen.screen();
+    assert_eq!(screen.size().1.get(), 40);
+    assert!(screen.contents().starts_with("replayed at 80 columns"));
+    assert_eq!(
+        app.resize(PaneSize { rows: 5, cols: 20 }),
+        [ClientRequest::Resize {
+            pane: 4,
+            rows: 5,
+            cols: 20
+        }]
+    );
+    assert_eq!(
+        app.resize(PaneSize { rows: 5, cols: 20 }),
+        [],
+        "no change, no request"
+    );
+}
+
+#[test]
+fn a_held_pane_stays_until_its_hold_ends() {
+    let mut app = app();
+    created(&mut app, 1);
+    created(&mut app, 2);
+    app.on_frame(Frame::Message(HubMessage::Exited {
+        pane: 1,
+        code: Some(1),
+        held: true,
+    }));
+    assert_eq!(titles(&app), ["p1", "p2"]);
+    assert!(!app.panes[0].alive);
+    assert!(app.on_input(b"typed into an exited pane").is_empty());
+    app.on_frame(report(1, "waiting_for_reset"));
+    assert_eq!(app.panes[0].marker().as_deref(), Some("⏳"));
+    // A report for a pane this client never saw created: a hold replayed on attach.
+    app.on_frame(report(9, "backoff"));
+    assert_eq!(titles(&app), ["p1", "p2", "pane 9"]);
+    app.on_frame(report(1, "cancelled"));
+    assert_eq!(titles(&app), ["p2", "pane 9"]);
+    // Unheld exits go at once; the last one ends the TUI.
+    app.on_frame(report(9, "cancelled"));
+    app.on_frame(Frame::Message(HubMessage::Exited {
+        pane: 2,
+        code: Some(0),
+        held: false,
+    }));
+    assert!(app.panes.is_empty());
+    assert_eq!(app.outcome, Some(Outcome::NoPanes));
+}
+
+#[test]
+fn a_settled_report_clears_the_marker_of_a_live_pane() {
+    let mut app = app();
+    created(&mut app, 1);
+    app.on_frame(report(1, "needs_attention"));
+    assert!(app.panes[0].marker().is_some());
+    app.on_frame(report(1, "idle"));
+    assert_eq!(app.panes[0].marker(), None);
+    assert_eq!(titles(&app), ["p1"], "a live pane stays");
+    app.on_frame(report(5, "idle"));
+    assert_eq!(
+        titles(&app),
+        ["p1"],
+        "no tab for a settled report of an unknown pane"
+    );
+}
+
+#[test]
+fn a_second_hello_starts_over_and_keeps_the_pane_in_view() {
+    let mut app = app();
+    app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+    created(&mut app, 1);
+    created(&mut app, 2);
+    app.on_input(b"\x062");
+    output(&mut app, 2, b"before");
+    app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+    assert!(app.panes.is_empty());
+    assert_eq!(app.outcome, None, "a replay is not the end of the panes");
+    created(&mut app, 1);
+    created(&mut app, 2);
+    output(&mut app, 2, b"replayed");
+    app.parse_pending(usize::MAX);
+    let pane = app.active_pane().expect("a pane in view");
+    assert_eq!(pane.id, 2);
+    assert_eq!(
+        pane.screen.screen().contents(),
+        "replayed",
+        "no state from before"
+    );
+}
+
+#[test]
+fn attention_marks_a_pane_out_of_view_until_it_is_viewed() {
+    let mut app = app();
+    created(&mut app, 1);
+    created(&mut app, 2);
+    app.on_frame(Frame::Message(HubMessage::Attention { pane: 1 }));
+    assert!(!app.panes[0].unread, "the pane in view is seen already");
+    app.on_frame(Frame::Message(HubMessage::Attention { pane: 2 }));
+    assert!(app.panes[1].unread && app.bell);
+    app.on_input(b"\x062");
+    assert!(!app.panes[1].unread);
+}
+
+#[test]
+fn output_past_the_limit_is_skipped_ahead_to_its_latest_bytes() {
+    let mut app = app();
+    created(&mut app, 1);
+    // More than the limit, in chunks; nothing parsed yet.
+    let chunk = vec![b'a'; 64 * 1024];
+    for _ in 0..(SKIP_AHEAD_AT / chunk.len()) {
+        output(&mut app, 1, &chunk);
+    }
+    assert_eq!(app.skips, 0);
+    output(&mut app, 1, b"\x1b[2J\x1b[Hthe latest line");
+    assert_eq!(app.skips, 1);
+    assert_eq!(app.panes[0].pending_len, KEEP_ON_SKIP);
+    app.parse_pending(usize::MAX);
+    assert!(!app.has_pending_output());
+    assert!(
+        app.panes[0]
+            .screen
+            .screen()
+            .contents()
+            .starts_with("the latest line")
+    );
+}
+
+#[test]
+fn scrollback_mode_moves_through_history_and_leaves_on_q() {
+    let mut app = app();
+    created(&mut app, 1);
+    let lines: String = (1..=50).map(|n| format!("line {n}\r\n")).collect();
+    output(&mut app, 1, lines.as_bytes());
+    app.parse_pending(usize::MAX);
+    app.on_input(b"\x06[");
+    assert_eq!(app.mode, Mode::Scrollback(0));
+    app.on_input(b"\x1b[5~");
+    assert_eq!(app.mode, Mode::Scrollback(9));
+    assert!(
+        app.panes[0]
+            .screen
+            .screen()
+            .contents()
+            .starts_with("line 33")
+    );
+    app.on_input(b"\x1b[A\x1b[A\x1b[B");
+    assert_eq!(app.mode, Mode::Scrollback(10));
+    assert!(
+        app.on_input(b"typed keys are not sent while reading")
+            .is_empty()
+    );
+    app.on_input(b"q");
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.panes[0].screen.screen().scrollback(), 0);
+}

@@ -1,0 +1,143 @@
+//! The keyboard: bytes the person typed, told apart into what goes to the pane in view and
+//! what the TUI does itself (the leader and the key after it, the close prompt, scrollback
+//! mode, the help), and the key table the help shows.
+
+use nightcrow_config::LeaderKey;
+use nightcrow_hub::ClientRequest;
+
+use crate::app::{App, Mode, Outcome};
+use crate::keys::{Key, next_key};
+
+impl App {
+    /// Bytes typed by the person; returns the requests they make.
+    pub fn on_input(&mut self, mut bytes: &[u8]) -> Vec<ClientRequest> {
+        let mut requests = Vec::new();
+        while !bytes.is_empty() && self.outcome.is_none() {
+            if self.mode == Mode::Normal {
+                // Everything up to the leader goes to the pane in one write.
+                let leader = self.leader.byte();
+                let end = bytes
+                    .iter()
+                    .position(|&b| b == leader)
+                    .unwrap_or(bytes.len());
+                if end > 0 {
+                    requests.extend(self.type_into_active(&bytes[..end]));
+                }
+                if end < bytes.len() {
+                    self.mode = Mode::Leader;
+                    self.dirty = true;
+                    bytes = &bytes[end + 1..];
+                } else {
+                    bytes = &[];
+                }
+                continue;
+            }
+            let (key, used) = next_key(bytes);
+            bytes = &bytes[used..];
+            requests.extend(self.on_key(key));
+        }
+        requests
+    }
+
+    fn type_into_active(&mut self, bytes: &[u8]) -> Option<ClientRequest> {
+        let pane = self.active_pane().filter(|pane| pane.alive)?;
+        Some(ClientRequest::Input {
+            pane: pane.id,
+            data: String::from_utf8_lossy(bytes).into_owned(),
+        })
+    }
+
+    fn on_key(&mut self, key: Key) -> Vec<ClientRequest> {
+        self.dirty = true;
+        match self.mode {
+            Mode::Normal => Vec::new(),
+            Mode::Leader => {
+                self.mode = Mode::Normal;
+                self.on_command(key)
+            }
+            Mode::ConfirmClose(pane) => {
+                self.mode = Mode::Normal;
+                match key {
+                    Key::Byte(b'y' | b'Y') => vec![ClientRequest::Close { pane }],
+                    _ => Vec::new(),
+                }
+            }
+            Mode::Scrollback(offset) => {
+                let page = usize::from(self.size.rows.saturating_sub(1)).max(1);
+                let offset = match key {
+                    Key::Up | Key::Byte(b'k') => offset + 1,
+                    Key::Down | Key::Byte(b'j') => offset.saturating_sub(1),
+                    Key::PageUp => offset + page,
+                    Key::PageDown => offset.saturating_sub(page),
+                    Key::Home | Key::Byte(b'g') => usize::MAX,
+                    Key::End | Key::Byte(b'G') => 0,
+                    Key::Byte(b'q') | Key::Escape => {
+                        let active = self.active;
+                        self.select(active);
+                        return Vec::new();
+                    }
+                    _ => offset,
+                };
+                if let Some(pane) = self.panes.get_mut(self.active) {
+                    pane.screen.screen_mut().set_scrollback(offset);
+                    self.mode = Mode::Scrollback(pane.screen.screen().scrollback());
+                }
+                Vec::new()
+            }
+            Mode::Help => {
+                self.mode = Mode::Normal;
+                Vec::new()
+            }
+        }
+    }
+
+    /// The key after the leader.
+    fn on_command(&mut self, key: Key) -> Vec<ClientRequest> {
+        let Key::Byte(byte) = key else {
+            return Vec::new();
+        };
+        let active = self.active_pane().map(|pane| pane.id);
+        match (byte, active) {
+            (b'c', _) => return vec![self.create_request()],
+            (b'n', Some(_)) => self.select((self.active + 1) % self.panes.len()),
+            (b'p', Some(_)) => {
+                self.select((self.active + self.panes.len() - 1) % self.panes.len());
+            }
+            (b'1'..=b'9', _) => self.select(usize::from(byte - b'1')),
+            (b'x', Some(pane)) => self.mode = Mode::ConfirmClose(pane),
+            (b'r', Some(pane)) => {
+                self.say("recovery cancelled".to_owned());
+                return vec![ClientRequest::CancelRecovery { pane }];
+            }
+            (b'[', Some(_)) => self.mode = Mode::Scrollback(0),
+            (b'd', _) => self.outcome = Some(Outcome::Detached),
+            (b'?', _) => self.mode = Mode::Help,
+            _ if byte == self.leader.byte() => {
+                return self.type_into_active(&[byte]).into_iter().collect();
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+}
+
+/// The key table, as the help popup shows it.
+pub fn key_table(leader: LeaderKey) -> Vec<(String, &'static str)> {
+    [
+        ("c", "new pane"),
+        ("n  p", "next / previous pane"),
+        ("1-9", "go to pane"),
+        ("x", "close pane (asks first)"),
+        ("r", "cancel recovery of this pane"),
+        ("[", "scrollback: PgUp PgDn arrows, q leaves"),
+        ("d", "detach (panes keep running)"),
+        ("?", "this help"),
+    ]
+    .into_iter()
+    .map(|(key, what)| (format!("{leader} {key}"), what))
+    .chain([(
+        format!("{leader} {leader}"),
+        "send the leader key to the pane",
+    )])
+    .collect()
+}
