@@ -14,7 +14,7 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::StartError;
 use crate::audit::{offending_component_imports, offending_module_imports};
-use crate::limits::EPOCH_TICK;
+use crate::limits::Ticker;
 use crate::sniff::{WasmLayer, wasm_layer};
 use crate::spec::PluginSource;
 use crate::wasm::{Compiled, ComponentState, ModuleState};
@@ -67,6 +67,7 @@ pub(crate) struct WasmEngine {
     module_linker: ModuleLinker<ModuleState>,
     compiled: Mutex<HashMap<[u8; 32], Compiled>>,
     memory_hits: AtomicUsize,
+    ticker: Arc<Ticker>,
 }
 
 impl WasmEngine {
@@ -90,7 +91,9 @@ impl WasmEngine {
             &mut state.wasi
         })
         .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        start_epoch_ticker(&engine);
+        // Without ticks no guest is ever interrupted; the runtime must not run like that.
+        let ticker = Ticker::start(&engine)
+            .map_err(|e| RuntimeError::Engine(format!("cannot start the epoch ticker: {e}")))?;
         Ok(WasmEngine {
             engine,
             cache,
@@ -98,11 +101,16 @@ impl WasmEngine {
             module_linker,
             compiled: Mutex::new(HashMap::new()),
             memory_hits: AtomicUsize::new(0),
+            ticker,
         })
     }
 
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    pub(crate) fn ticker(&self) -> &Arc<Ticker> {
+        &self.ticker
     }
 
     pub(crate) fn cache_dir(&self) -> Option<&Path> {
@@ -211,25 +219,6 @@ impl WasmEngine {
                 plugin: label.to_owned(),
             }),
         }
-    }
-}
-
-/// One thread per engine rather than a tokio task: the engine outlives any one tokio
-/// runtime (tests create many), and a tick must never wait behind a busy executor.
-fn start_epoch_ticker(engine: &Engine) {
-    let engine = engine.weak();
-    let spawned = std::thread::Builder::new()
-        .name("nightcrow-epoch".to_owned())
-        .spawn(move || {
-            while let Some(engine) = engine.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        });
-    if let Err(error) = spawned {
-        // Without ticks no guest is ever interrupted; the runtime must not run like that.
-        panic!("cannot start the epoch ticker thread: {error}");
     }
 }
 

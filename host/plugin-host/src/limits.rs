@@ -3,8 +3,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -109,9 +109,61 @@ pub(crate) struct Flags {
     memory_limit: AtomicBool,
 }
 
-/// Runs the guest's future and resets its busy-tick count whenever it blocks.
+/// The engine's epoch ticks, which only a guest computing needs: the ticker thread sleeps
+/// while no guest is inside a poll, so an idle daemon does not wake 100 times a second.
+#[derive(Debug, Default)]
+pub(crate) struct Ticker {
+    /// Guests being polled right now.
+    running: AtomicUsize,
+    thread: OnceLock<std::thread::Thread>,
+}
+
+impl Ticker {
+    /// Runs the ticks for `engine` on a thread of its own until the engine is gone. One
+    /// thread per engine rather than a tokio task: the engine outlives any one tokio
+    /// runtime (tests create many), and a tick must never wait behind a busy executor.
+    pub(crate) fn start(engine: &wasmtime::Engine) -> std::io::Result<Arc<Ticker>> {
+        let ticker = Arc::new(Ticker::default());
+        let engine = engine.weak();
+        let ticks = Arc::clone(&ticker);
+        let thread = std::thread::Builder::new()
+            .name("nightcrow-epoch".to_owned())
+            .spawn(move || {
+                while let Some(engine) = engine.upgrade() {
+                    if ticks.running.load(Ordering::Acquire) == 0 {
+                        drop(engine);
+                        // Woken by the first guest to start computing; the timeout lets
+                        // the thread notice that the engine is gone.
+                        std::thread::park_timeout(Duration::from_secs(1));
+                        continue;
+                    }
+                    engine.increment_epoch();
+                    drop(engine);
+                    std::thread::sleep(EPOCH_TICK);
+                }
+            })?;
+        let _ = ticker.thread.set(thread.thread().clone());
+        Ok(ticker)
+    }
+
+    fn enter(&self) {
+        if self.running.fetch_add(1, Ordering::AcqRel) == 0
+            && let Some(thread) = self.thread.get()
+        {
+            thread.unpark();
+        }
+    }
+
+    fn leave(&self) {
+        self.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs the guest's future and resets its busy-tick count whenever it blocks; tells the
+/// ticker while the guest computes.
 pub(crate) struct CountBusy<F> {
     pub(crate) flags: Arc<Flags>,
+    pub(crate) ticker: Arc<Ticker>,
     pub(crate) inner: Pin<Box<F>>,
 }
 
@@ -119,7 +171,9 @@ impl<F: Future> Future for CountBusy<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.ticker.enter();
         let poll = self.inner.as_mut().poll(cx);
+        self.ticker.leave();
         if poll.is_pending() && !self.flags.epoch_yield.swap(false, Ordering::AcqRel) {
             // Pending without an epoch yield: the guest waits in a host call (stdin, a timer,
             // a full pipe). Its next run starts a fresh CPU slice.
@@ -177,5 +231,47 @@ pub(crate) fn exit_cause(
     }
     ExitCause::Trapped {
         message: format!("{error:#}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ticker counts a guest as computing only while its future is polled, so the
+    /// ticks stop once every guest waits (an idle daemon's CPU).
+    #[tokio::test]
+    async fn a_guest_counts_as_computing_only_inside_its_poll() {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = wasmtime::Engine::new(&config).unwrap();
+        let ticker = Ticker::start(&engine).unwrap();
+        let seen = Arc::clone(&ticker);
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        let guest = tokio::spawn(CountBusy {
+            flags: Arc::new(Flags::default()),
+            ticker: Arc::clone(&ticker),
+            inner: Box::pin(async move {
+                // Inside a poll: this guest is computing.
+                assert_eq!(seen.running.load(Ordering::Acquire), 1);
+                let _ = wait.await;
+                assert_eq!(seen.running.load(Ordering::Acquire), 1);
+            }),
+        });
+        tokio::task::yield_now().await;
+        for _ in 0..100 {
+            if ticker.running.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(
+            ticker.running.load(Ordering::Acquire),
+            0,
+            "a waiting guest is not running"
+        );
+        go.send(()).unwrap();
+        guest.await.unwrap();
+        assert_eq!(ticker.running.load(Ordering::Acquire), 0);
     }
 }

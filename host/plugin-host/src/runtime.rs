@@ -43,7 +43,7 @@ impl PluginRuntime {
         let launched = match spec.runtime {
             RuntimeKind::Wasm => {
                 let compiled = self.inner.compile(&spec.source).await?;
-                wasm::launch(self.inner.engine(), compiled, spec)?
+                wasm::launch(self.inner.engine(), self.inner.ticker(), compiled, spec)?
             }
             RuntimeKind::Native => native::launch(spec)?,
         };

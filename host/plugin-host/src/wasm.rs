@@ -16,7 +16,7 @@ use wasmtime_wasi::{
     FsPerms, I32Exit, ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use crate::limits::{CountBusy, Flags, GuestLimits, configure_store, exit_cause};
+use crate::limits::{CountBusy, Flags, GuestLimits, Ticker, configure_store, exit_cause};
 use crate::process::{BoxFuture, ExitCause, Launched, PluginProcess};
 use crate::spec::PluginSpec;
 use crate::{RUNTIME_DIR_VAR, StartError};
@@ -149,6 +149,7 @@ fn preopen_guest_path(dir: &Path) -> Result<&str, StartError> {
 /// Instantiates `compiled` for `spec` and starts the task that runs it.
 pub(crate) fn launch(
     engine: &Engine,
+    ticker: &Arc<Ticker>,
     compiled: Compiled,
     spec: &PluginSpec,
 ) -> Result<Launched, StartError> {
@@ -191,9 +192,11 @@ pub(crate) fn launch(
         }
     };
     let run_flags = flags.clone();
+    let ticker = Arc::clone(ticker);
     let task = tokio::spawn(async move {
         let result = CountBusy {
             flags: run_flags.clone(),
+            ticker,
             inner: Box::pin(run),
         }
         .await;
