@@ -29,6 +29,15 @@ impl Tui {
         Tui::run(config, "attach", 100, 30)
     }
 
+    /// `attach` with a plain shell, once the first pane's tab is drawn.
+    fn attach_shell() -> Option<Tui> {
+        let tui = Tui::attach(PLAIN_SHELL)?;
+        tui.wait_for("the first pane's tab", |screen| {
+            screen.starts_with(" 1:shell")
+        });
+        Some(tui)
+    }
+
     fn run(config: &str, args: &str, width: u16, height: u16) -> Option<Tui> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(std::env::var_os("CI").is_none(), "tmux is not installed");
@@ -226,12 +235,9 @@ const PLAIN_SHELL: &str = "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\
 
 #[test]
 fn attach_types_switches_panes_detaches_and_comes_back() {
-    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+    let Some(tui) = Tui::attach_shell() else {
         return;
     };
-    tui.wait_for("the first pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
     tui.type_line("echo hi-$((40+2))");
     tui.wait_for_text("hi-42");
 
@@ -286,12 +292,9 @@ fn attach_types_switches_panes_detaches_and_comes_back() {
 
 #[test]
 fn full_screen_programs_render_and_the_pane_follows_resizes() {
-    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+    let Some(tui) = Tui::attach_shell() else {
         return;
     };
-    tui.wait_for("the first pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
     tui.type_line("seq 1 500 | less");
     let less = tui.wait_for("less", |screen| {
         screen.lines().nth(1) == Some("1") && screen.contains("\n27\n")
@@ -440,12 +443,9 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
 
 #[test]
 fn a_flooding_pane_leaves_the_tui_responsive_and_attached() {
-    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+    let Some(tui) = Tui::attach_shell() else {
         return;
     };
-    tui.wait_for("the first pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
     tui.leader("c");
     tui.wait_for("a second tab", |screen| screen.contains("2:shell"));
     tui.type_line("echo quiet-pane");
@@ -484,12 +484,9 @@ fn a_flooding_pane_leaves_the_tui_responsive_and_attached() {
 /// hub; the TUI attaches again by itself and carries on with a fresh replay.
 #[test]
 fn a_client_the_hub_dropped_attaches_again_by_itself() {
-    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+    let Some(tui) = Tui::attach_shell() else {
         return;
     };
-    tui.wait_for("the first pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
     tui.type_line("timeout 8 yes dropped-flood; clear; echo flood-over");
     tui.wait_for_text("dropped-flood");
     let client = tui.client_pid();
@@ -510,12 +507,9 @@ fn a_client_the_hub_dropped_attaches_again_by_itself() {
 
 #[test]
 fn the_terminal_is_restored_after_sigterm_and_after_the_daemon_dies() {
-    let Some(tui) = Tui::attach(PLAIN_SHELL) else {
+    let Some(tui) = Tui::attach_shell() else {
         return;
     };
-    tui.wait_for("the first pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
     assert_eq!(tui.display("#{alternate_on}"), "1");
     signal(tui.client_pid(), "TERM");
     let ended = tui.assert_ended_and_restored();

@@ -55,16 +55,9 @@ fn main() {
 /// Seconds from spawning `cat` in a PTY of our own until every byte is read off it: the
 /// limit a hub's reader thread works against.
 fn bare_pty(file: &Path, expected: usize) -> f64 {
-    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use portable_pty::CommandBuilder;
     use std::io::Read;
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: 24,
-            cols: 80,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .expect("a PTY");
+    let pair = open_pty(24, 80);
     let mut reader = pair.master.try_clone_reader().expect("a reader");
     let mut command = CommandBuilder::new("cat");
     command.arg(file);
@@ -88,18 +81,11 @@ fn bare_pty(file: &Path, expected: usize) -> f64 {
 /// PTY of 50×200, until the line printed after it is on that client's screen; `None`
 /// without tmux.
 fn tmux(file: &Path) -> Option<f64> {
-    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use portable_pty::CommandBuilder;
     use std::io::Read;
     std::process::Command::new("tmux").arg("-V").output().ok()?;
     let server = format!("nightcrow-bench-{}", std::process::id());
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: 50,
-            cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .expect("a PTY");
+    let pair = open_pty(50, 200);
     let mut reader = pair.master.try_clone_reader().expect("a reader");
     let mut command = CommandBuilder::new("tmux");
     command.args(["-L", &server, "-f", "/dev/null", "new-session"]);
@@ -133,6 +119,17 @@ fn tmux(file: &Path) -> Option<f64> {
         .status();
     let _ = client.wait();
     Some(seconds)
+}
+
+fn open_pty(rows: u16, cols: u16) -> portable_pty::PtyPair {
+    portable_pty::native_pty_system()
+        .openpty(portable_pty::PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("a PTY")
 }
 
 fn write_file(path: &Path, lines: usize) {
