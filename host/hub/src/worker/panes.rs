@@ -281,26 +281,39 @@ impl Worker {
 }
 
 /// Joins consecutive `Output` events of the same pane, keeping the order of everything.
+/// Each run is copied once, into a buffer of its exact size (joining pairwise would copy a
+/// run of n chunks n times over); a lone chunk is not copied at all.
 pub(super) fn coalesce(round: Vec<PaneEvent>) -> Vec<PaneEvent> {
-    let mut joined: Vec<PaneEvent> = Vec::with_capacity(round.len());
-    for event in round {
-        match (joined.last_mut(), event) {
-            (
-                Some(PaneEvent::Output { pane, bytes }),
-                PaneEvent::Output {
-                    pane: next,
-                    bytes: more,
-                },
-            ) if *pane == next => {
-                let mut both = bytes::BytesMut::with_capacity(bytes.len() + more.len());
-                both.extend_from_slice(bytes);
-                both.extend_from_slice(&more);
-                *bytes = both.freeze();
-            }
-            (_, event) => joined.push(event),
+    let mut joined = Vec::with_capacity(round.len());
+    let mut events = round.into_iter().peekable();
+    while let Some(event) = events.next() {
+        let PaneEvent::Output { pane, bytes } = event else {
+            joined.push(event);
+            continue;
+        };
+        let mut run = vec![bytes];
+        while let Some(PaneEvent::Output { bytes, .. }) = events
+            .next_if(|next| matches!(next, PaneEvent::Output { pane: same, .. } if *same == pane))
+        {
+            run.push(bytes);
         }
+        joined.push(PaneEvent::Output {
+            pane,
+            bytes: concatenate(run),
+        });
     }
     joined
+}
+
+fn concatenate(mut run: Vec<bytes::Bytes>) -> bytes::Bytes {
+    if run.len() == 1 {
+        return run.pop().unwrap_or_default();
+    }
+    let mut all = bytes::BytesMut::with_capacity(run.iter().map(bytes::Bytes::len).sum());
+    for chunk in &run {
+        all.extend_from_slice(chunk);
+    }
+    all.freeze()
 }
 
 #[cfg(test)]
