@@ -12,8 +12,6 @@ use crate::config::HubConfig;
 
 /// Requests waiting for the worker before callers wait in `send` (SPEC §6.1).
 pub const REQUEST_QUEUE: usize = 256;
-/// Frames queued per client; a client that lets this fill is disconnected (SPEC §6.1).
-pub const CLIENT_QUEUE: usize = 256;
 
 /// Why a request failed; the text is what a client is told in `error`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -234,12 +232,13 @@ impl HubHandle {
 
 /// One attached client: its ordered frame stream and its way to send requests.
 ///
-/// The stream ends when the hub shuts down, or when the client fell [`CLIENT_QUEUE`] frames
-/// behind (it is disconnected rather than given a gap; it may attach again).
+/// The stream ends when the hub shuts down, or when the client fell
+/// [`CLIENT_QUEUE_BYTES`](crate::CLIENT_QUEUE_BYTES) behind (it is disconnected rather than
+/// given a gap; it may attach again).
 #[derive(Debug)]
 pub struct Client {
     pub(crate) id: u64,
-    pub(crate) frames: mpsc::Receiver<Frame>,
+    pub(crate) frames: crate::frames::FrameReceiver,
     pub(crate) hub: HubHandle,
 }
 
@@ -251,7 +250,7 @@ impl Client {
 
     /// A frame if one is queued, without waiting.
     pub fn try_recv(&mut self) -> Option<Frame> {
-        self.frames.try_recv().ok()
+        self.frames.try_recv()
     }
 
     /// Sends one control message as the client wrote it. A malformed or refused request is

@@ -41,6 +41,7 @@
 
 pub mod client;
 mod config;
+mod frames;
 mod handle;
 mod worker;
 
@@ -52,9 +53,10 @@ pub use client::{
     output_frame_id, parse_output_frame,
 };
 pub use config::{HubConfig, HubPlugin, PENDING_RELAUNCH_TTL, StartupCommand};
+pub use frames::CLIENT_QUEUE_BYTES;
 pub use handle::{
-    CLIENT_QUEUE, Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus,
-    PluginStatus, REQUEST_QUEUE, ReloadReport,
+    Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
+    REQUEST_QUEUE, ReloadReport,
 };
 
 /// Starts hubs.

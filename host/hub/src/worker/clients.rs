@@ -4,22 +4,20 @@
 
 use std::time::Instant;
 
-use nightcrow_guard::PaneId;
-use nightcrow_pane::PaneSize;
-use nightcrow_protocol::{Event, Token};
-use tokio::sync::mpsc;
-
 use super::{ClientSlot, SlotRecord, Worker, pane_error};
 use crate::client::{CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport};
 use crate::config::StartupCommand;
+use crate::frames::{Refused, frame_queue};
 use crate::handle::{
-    CLIENT_QUEUE, Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus,
-    PluginStatus,
+    Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
 };
+use nightcrow_guard::PaneId;
+use nightcrow_pane::PaneSize;
+use nightcrow_protocol::{Event, Token};
 
 impl Worker {
     pub(super) fn attach(&mut self, hub: HubHandle) -> Client {
-        let (frames, receiver) = mpsc::channel(CLIENT_QUEUE);
+        let (frames, receiver) = frame_queue();
         let id = self.next_client;
         self.next_client += 1;
         let mut replay = vec![Frame::Message(HubMessage::Hello {
@@ -46,8 +44,8 @@ impl Worker {
                 replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
             }
         }
-        // The replay is at most a hello, two frames per pane (8) and one per hold, far below
-        // the queue's capacity; a new client cannot be behind yet.
+        // The replay is at most a hello, two frames per pane (the scrollback is 256 KiB) and
+        // one per hold, far below the queue's budget; a new client cannot be behind yet.
         for frame in replay {
             let _ = frames.try_send(frame);
         }
@@ -221,11 +219,11 @@ impl Worker {
         self.clients
             .retain(|client| match client.frames.try_send(frame.clone()) {
                 Ok(()) => true,
-                Err(mpsc::error::TrySendError::Full(_)) => {
+                Err(Refused::Full) => {
                     tracing::warn!(client = client.id, "client fell behind; disconnected");
                     false
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
+                Err(Refused::Closed) => false,
             });
     }
 

@@ -86,7 +86,7 @@ struct PluginSlot {
 
 struct ClientSlot {
     id: u64,
-    frames: mpsc::Sender<Frame>,
+    frames: crate::frames::FrameSender,
 }
 
 pub(crate) struct Worker {

@@ -2,7 +2,7 @@
 //! writes reaches the client, in order (SPEC §4.4, §5.5). Measured in bytes, never in time.
 
 use nightcrow_guard::PaneId;
-use nightcrow_hub::{Frame, Hub, HubMessage};
+use nightcrow_hub::{Frame, Hub};
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_test_plugin_artifacts as guests;
 
@@ -127,38 +127,40 @@ fn hostile_plugins_do_not_disturb_a_large_stream() {
 
 /// A client that stops reading is disconnected once its queue is full: what it got is a
 /// gapless prefix of the stream, and then its stream ends; a client that reads is unaffected.
-/// The frames are `resized` messages, so their count does not depend on how PTY output is
-/// chunked.
 #[tokio::test]
 async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
-    const RESIZES: u16 = 300;
+    // About 26 MB of output: more than a client may have queued (CLIENT_QUEUE_BYTES).
+    const LAST: u64 = 3_000_000;
     let (config, repo) = TestHub::config();
     let mut hub = TestHub::start(config, repo).await;
-    let pane = within("create", hub.hub.create(None, Some("exec cat".into())))
-        .await
-        .expect("a pane");
+    let pane = within(
+        "create",
+        hub.hub.create(None, Some(format!("read go; seq 1 {LAST}"))),
+    )
+    .await
+    .expect("a pane");
     let mut sleeper = within("attach", hub.hub.attach()).await.expect("attach");
-    for rows in 1..=RESIZES {
-        within("resize", hub.hub.resize(pane, rows, 80))
-            .await
-            .expect("resize");
-        hub.client
-            .message(|message| {
-                matches!(message, HubMessage::Resized { rows: r, .. } if *r == rows).then_some(())
-            })
-            .await;
-    }
-    let mut resized = Vec::new();
+    hub.input(pane, "\r").await;
+    expect_sequence(&mut hub, pane, LAST).await;
+    let mut got: Vec<u8> = Vec::new();
     within("the slow client's end", async {
         while let Some(frame) = sleeper.recv().await {
-            if let Frame::Message(HubMessage::Resized { rows, .. }) = frame {
-                resized.push(rows);
+            if let Frame::Output { pane: from, bytes } = frame
+                && from == pane.get()
+            {
+                got.extend_from_slice(&bytes);
             }
         }
     })
     .await;
-    assert!(resized.len() < usize::from(RESIZES), "never disconnected");
-    let expected: Vec<u16> = (1..).take(resized.len()).collect();
-    assert_eq!(resized, expected, "a gap");
+    let text = std::str::from_utf8(&got).expect("seq prints ASCII");
+    let mut lines: Vec<&str> = text.trim_start_matches("\r\n").split("\r\n").collect();
+    let partial = lines.pop().unwrap_or_default();
+    assert!((lines.len() as u64) < LAST, "never disconnected");
+    for (expected, line) in (1..).zip(&lines) {
+        assert_eq!(*line, expected.to_string(), "a gap");
+    }
+    let next = (lines.len() + 1).to_string();
+    assert!(next.starts_with(partial), "a gap at the end: {partial:?}");
     hub.shutdown().await;
 }
