@@ -28,8 +28,12 @@ const GREETER: &str = r#"(module
 "#;
 
 fn module_spec(name: &str, text: &str, dir: &std::path::Path) -> nightcrow_plugin_host::PluginSpec {
-    let path = dir.join(format!("{name}.wat"));
-    std::fs::write(&path, text).unwrap();
+    let path = dir.join(format!("{name}.wasm"));
+    std::fs::write(
+        &path,
+        wat::parse_str(text).expect("the test's module text parses"),
+    )
+    .unwrap();
     let mut spec = spec(name, ECHO, RuntimeKind::Wasm, &[]);
     spec.source = PluginSource::Path(path);
     spec

@@ -8,21 +8,12 @@ pub(crate) enum WasmLayer {
 }
 
 /// The binary preamble: `\0asm`, a 16-bit version, a 16-bit layer (0 = core module,
-/// 1 = component). The text format is accepted too (wasmtime's `wat` feature), for tests.
+/// 1 = component). Only the binary format: the engine is built without the text parser.
 pub(crate) fn wasm_layer(bytes: &[u8]) -> Option<WasmLayer> {
     match bytes {
         [0, b'a', b's', b'm', _, _, 0, 0, ..] => Some(WasmLayer::Module),
         [0, b'a', b's', b'm', _, _, 1, 0, ..] => Some(WasmLayer::Component),
-        _ => {
-            let text = std::str::from_utf8(bytes).ok()?.trim_start();
-            if text.starts_with("(component") {
-                Some(WasmLayer::Component)
-            } else if text.starts_with("(module") {
-                Some(WasmLayer::Module)
-            } else {
-                None
-            }
-        }
+        _ => None,
     }
 }
 
@@ -40,11 +31,7 @@ mod tests {
             wasm_layer(b"\0asm\x0d\0\x01\0"),
             Some(WasmLayer::Component)
         ));
-        assert!(matches!(wasm_layer(b"(module)"), Some(WasmLayer::Module)));
-        assert!(matches!(
-            wasm_layer(b" (component)"),
-            Some(WasmLayer::Component)
-        ));
+        assert!(wasm_layer(b"(module)").is_none());
         assert!(wasm_layer(b"#!/bin/sh").is_none());
         assert!(wasm_layer(b"\0asm").is_none());
     }
