@@ -44,9 +44,19 @@ impl Stripper {
     }
 
     pub(crate) fn push(&mut self, chunk: &[u8]) -> String {
-        let mut text = String::new();
-        for &byte in chunk {
+        let mut text = String::with_capacity(chunk.len());
+        let mut rest = chunk;
+        while let Some((&byte, after)) = rest.split_first() {
+            if self.state == State::Ground && byte != ESC {
+                // Text up to the next escape is taken whole: most output is mostly text,
+                // and this is the loop every byte of a pane's output goes through.
+                let run = rest.iter().position(|&b| b == ESC).unwrap_or(rest.len());
+                self.pending.extend_from_slice(&rest[..run]);
+                rest = &rest[run..];
+                continue;
+            }
             self.byte(byte, &mut text);
+            rest = after;
         }
         self.decode(&mut text, false);
         text
@@ -118,7 +128,7 @@ impl Stripper {
         loop {
             match std::str::from_utf8(rest) {
                 Ok(valid) => {
-                    valid.chars().for_each(|c| push_kept(c, text));
+                    push_all_kept(valid, text);
                     rest = &[];
                     break;
                 }
@@ -126,7 +136,7 @@ impl Stripper {
                     let (valid, after) = rest.split_at(error.valid_up_to());
                     // Checked by `from_utf8` just above.
                     let valid = std::str::from_utf8(valid).unwrap_or_default();
-                    valid.chars().for_each(|c| push_kept(c, text));
+                    push_all_kept(valid, text);
                     match error.error_len() {
                         Some(len) => {
                             text.push(char::REPLACEMENT_CHARACTER);
@@ -151,13 +161,28 @@ impl Stripper {
     }
 }
 
-fn push_kept(c: char, text: &mut String) {
-    let kept = match c {
+fn kept(c: char) -> bool {
+    match c {
         '\r' | '\n' | '\u{8}' | '\u{7f}' => true,
         _ => !c.is_control(),
-    };
-    if kept {
+    }
+}
+
+fn push_kept(c: char, text: &mut String) {
+    if kept(c) {
         text.push(c);
+    }
+}
+
+/// `valid` without the controls that are dropped; copied whole when it has none, as most
+/// text has not.
+fn push_all_kept(valid: &str, text: &mut String) {
+    match valid.find(|c| !kept(c)) {
+        None => text.push_str(valid),
+        Some(first) => {
+            text.push_str(&valid[..first]);
+            valid[first..].chars().for_each(|c| push_kept(c, text));
+        }
     }
 }
 
