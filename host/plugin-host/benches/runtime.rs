@@ -321,13 +321,15 @@ fn print_table(rows: &[Row], quick: bool) {
         "", "", "", "", ""
     );
     for row in rows {
+        // Two idle instances that used no CPU at all have no ratio worth printing.
+        let ratio = if row.native > 0.0 {
+            format!("{:.2}", row.wasm / row.native)
+        } else {
+            "-".to_owned()
+        };
         println!(
-            "| {:<40} | {:>12.2} | {:>12.2} | {:>11.2} | {:<11} |",
-            row.what,
-            row.wasm,
-            row.native,
-            row.wasm / row.native,
-            row.unit
+            "| {:<40} | {:>12.2} | {:>12.2} | {:>11} | {:<11} |",
+            row.what, row.wasm, row.native, ratio, row.unit
         );
     }
 }
