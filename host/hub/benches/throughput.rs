@@ -4,7 +4,9 @@
 //! costs against the limit: the same `cat` read straight off a bare PTY (no hub at all), and,
 //! when tmux is installed, through a tmux session with a client attached (until the last line
 //! is on the client's screen). Printed as a table with ratios against the bare PTY and
-//! against the hub with no plugin.
+//! against the hub with no plugin, and the CPU time this process spent on each row (a native
+//! plugin's own CPU is in its process, not counted), which holds on a busy machine where
+//! the wall-clock ratios do not.
 //!
 //! `cargo bench -p nightcrow-hub --bench throughput` measures (200 MB); `-- --quick` (through
 //! `cargo test -p nightcrow-hub --bench throughput -- --quick`) streams 2 MB to prove the
@@ -37,19 +39,63 @@ fn main() {
     })
     .expect("plugin runtime");
 
-    let mut rows = vec![("bare PTY, no hub", Some(bare_pty(&file, expected)))];
+    let mut rows = vec![Row::timed("bare PTY, no hub", || {
+        Some(bare_pty(&file, expected))
+    })];
     if let Some(seconds) = tmux(&file) {
-        rows.push(("tmux, a client attached", Some(seconds)));
+        // tmux's own work is in its server, not in this process: no CPU figure.
+        rows.push(Row {
+            what: "tmux, a client attached",
+            seconds: Some(seconds),
+            cpu_secs: None,
+        });
     }
     for (what, plugin) in [
         ("no plugin", None),
         ("recovery, wasm", Some(RuntimeKind::Wasm)),
         ("recovery, native", Some(RuntimeKind::Native)),
     ] {
-        let seconds = measure(&runtime, scratch.path(), &file, expected, plugin);
-        rows.push((what, seconds));
+        rows.push(Row::timed(what, || {
+            measure(&runtime, scratch.path(), &file, expected, plugin)
+        }));
     }
     print_table(&rows, expected, quick);
+}
+
+/// One row of the table.
+struct Row {
+    what: &'static str,
+    /// `None` when the client fell behind and was disconnected.
+    seconds: Option<f64>,
+    /// CPU time of this process (every thread: PTY reader, hub, wasm plugin, client) over
+    /// the row: what the work cost, whatever else the machine was doing.
+    cpu_secs: Option<f64>,
+}
+
+impl Row {
+    fn timed(what: &'static str, run: impl FnOnce() -> Option<f64>) -> Row {
+        let before = process_cpu_secs();
+        let seconds = run();
+        Row {
+            what,
+            seconds,
+            cpu_secs: Some(process_cpu_secs() - before),
+        }
+    }
+}
+
+/// utime + stime of this process, fields 14 and 15 of `/proc/self/stat` (stat(5)), in
+/// clock ticks of 1/100 s.
+fn process_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after_name
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|field| field.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / 100.0
 }
 
 /// Seconds from spawning `cat` in a PTY of our own until every byte is read off it: the
@@ -246,7 +292,7 @@ fn measure(
     })
 }
 
-fn print_table(rows: &[(&str, Option<f64>)], bytes: usize, quick: bool) {
+fn print_table(rows: &[Row], bytes: usize, quick: bool) {
     let megabytes = bytes as f64 / 1e6;
     println!(
         "hub throughput: {megabytes:.0} MB through a PTY to one client{}",
@@ -257,24 +303,32 @@ fn print_table(rows: &[(&str, Option<f64>)], bytes: usize, quick: bool) {
         }
     );
     println!(
-        "{:<24} {:>10} {:>10} {:>12} {:>12}",
-        "", "seconds", "MB/s", "vs bare PTY", "vs no plugin"
+        "{:<24} {:>10} {:>10} {:>12} {:>12} {:>10} {:>12}",
+        "", "seconds", "MB/s", "vs bare PTY", "vs no plugin", "CPU s", "CPU vs bare"
     );
-    let seconds_of = |name: &str| rows.iter().find(|(what, _)| *what == name)?.1;
-    let bare = seconds_of("bare PTY, no hub");
-    let no_plugin = seconds_of("no plugin");
-    for (what, seconds) in rows {
-        match seconds {
-            Some(seconds) => {
-                let ratio = |base: Option<f64>| base.map_or(f64::NAN, |base| base / seconds);
-                println!(
-                    "{what:<24} {seconds:>10.3} {:>10.1} {:>12.2} {:>12.2}",
-                    megabytes / seconds,
-                    ratio(bare),
-                    ratio(no_plugin)
-                );
-            }
-            None => println!("{what:<24} {:>10}", "client fell behind (disconnected)"),
-        }
+    let row_of = |name: &str| rows.iter().find(|row| row.what == name);
+    let bare = row_of("bare PTY, no hub");
+    let no_plugin = row_of("no plugin");
+    for row in rows {
+        let what = row.what;
+        let Some(seconds) = row.seconds else {
+            println!("{what:<24} {:>10}", "client fell behind (disconnected)");
+            continue;
+        };
+        let speed = |base: Option<&Row>| {
+            base.and_then(|base| base.seconds)
+                .map_or(f64::NAN, |base| base / seconds)
+        };
+        let (cpu, cpu_ratio) = match (row.cpu_secs, bare.and_then(|bare| bare.cpu_secs)) {
+            (Some(cpu), Some(base)) => (format!("{cpu:.2}"), format!("{:.2}", cpu / base)),
+            (Some(cpu), None) => (format!("{cpu:.2}"), "-".to_owned()),
+            (None, _) => ("-".to_owned(), "-".to_owned()),
+        };
+        println!(
+            "{what:<24} {seconds:>10.3} {:>10.1} {:>12.2} {:>12.2} {cpu:>10} {cpu_ratio:>12}",
+            megabytes / seconds,
+            speed(bare),
+            speed(no_plugin)
+        );
     }
 }

@@ -22,13 +22,13 @@ impl OutputBatch {
     /// Adds `text`; returns what to send now when the owner has heard nothing for
     /// [`FLUSH_EVERY`], else keeps it until [`due`](Self::due).
     pub(crate) fn push(&mut self, text: &str, now: Instant) -> Option<String> {
-        self.pending.push_str(text);
-        if self.pending.len() > TEXT_CAP {
-            let mut cut = self.pending.len() - TEXT_CAP;
-            while !self.pending.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.pending.drain(..cut);
+        // Text beyond the cap is cut only once twice the cap has piled up: cutting at every
+        // push would move the whole cap's worth of text for each PTY read of a flood.
+        if self.pending.len() + text.len() > 2 * TEXT_CAP {
+            keep_last(&mut self.pending, TEXT_CAP.saturating_sub(text.len()));
+            self.pending.push_str(tail(text, TEXT_CAP));
+        } else {
+            self.pending.push_str(text);
         }
         let quiet = self
             .last_sent
@@ -53,8 +53,23 @@ impl OutputBatch {
             return None;
         }
         self.last_sent = Some(now);
+        keep_last(&mut self.pending, TEXT_CAP);
         Some(std::mem::take(&mut self.pending))
     }
+}
+
+/// The last `max` bytes of `text` at most, starting on a character boundary.
+fn tail(text: &str, max: usize) -> &str {
+    let mut cut = text.len().saturating_sub(max);
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &text[cut..]
+}
+
+fn keep_last(text: &mut String, max: usize) {
+    let cut = text.len() - tail(text, max).len();
+    text.drain(..cut);
 }
 
 #[cfg(test)]
@@ -85,6 +100,7 @@ mod tests {
         batch.push("x", start);
         for _ in 0..10_000 {
             assert_eq!(batch.push("漢字 and more ", start), None);
+            assert!(batch.pending.len() <= 2 * TEXT_CAP);
         }
         batch.push("the last line\n", start);
         let sent = batch.take(start).unwrap();
@@ -94,5 +110,16 @@ mod tests {
             sent.len()
         );
         assert!(sent.ends_with("the last line\n"));
+    }
+
+    #[test]
+    fn one_read_larger_than_the_cap_keeps_its_end() {
+        let start = Instant::now();
+        let mut batch = OutputBatch::default();
+        batch.push("x", start);
+        let huge = format!("{}the end\n", "é".repeat(3 * TEXT_CAP));
+        assert_eq!(batch.push(&huge, start), None);
+        let sent = batch.take(start).unwrap();
+        assert!(sent.len() <= TEXT_CAP && sent.ends_with("éthe end\n"));
     }
 }
