@@ -301,7 +301,11 @@ impl App {
                     self.reselect = self.active_pane().map(|pane| pane.id);
                     self.panes.clear();
                     self.active = 0;
-                    self.mode = Mode::Normal;
+                    // Modes about a pane end with it; a leader pressed just before keeps
+                    // its meaning, or its command key would be typed into the pane.
+                    if matches!(self.mode, Mode::ConfirmClose(_) | Mode::Scrollback(_)) {
+                        self.mode = Mode::Normal;
+                    }
                     self.say("reattached: the hub had dropped this client".to_owned());
                 }
                 self.greeted = true;

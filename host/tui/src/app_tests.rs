@@ -225,6 +225,23 @@ fn a_second_hello_starts_over_and_keeps_the_pane_in_view() {
 }
 
 #[test]
+fn a_leader_pressed_as_the_hub_drops_the_client_still_commands_the_tui() {
+    let mut app = app();
+    app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+    created(&mut app, 1);
+    created(&mut app, 2);
+    assert!(app.on_input(b"\x06").is_empty());
+    app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+    created(&mut app, 1);
+    created(&mut app, 2);
+    assert!(
+        app.on_input(b"2").is_empty(),
+        "the 2 is not typed into a pane"
+    );
+    assert_eq!(app.active_pane().map(|pane| pane.id), Some(2));
+}
+
+#[test]
 fn attention_marks_a_pane_out_of_view_until_it_is_viewed() {
     let mut app = app();
     created(&mut app, 1);
