@@ -1,5 +1,6 @@
-//! Builds the bundled plugins from source: `nightcrow-recovery` for wasm32-wasip2 (embedded)
-//! and natively (its path exported for the native-fallback tests).
+//! Builds the bundled plugins from source: `nightcrow-recovery` for wasm32-wasip2, embedded.
+//! Its native build, which only tests run, is `tests/plugin-artifacts`' job: a first `cargo
+//! run` does not pay for it.
 
 use std::fmt::Write;
 
@@ -9,23 +10,17 @@ const PACKAGE: &str = "nightcrow-recovery";
 
 fn main() {
     let wasm = build(PACKAGE, GuestTarget::Wasm);
-    let native = build(PACKAGE, GuestTarget::Native);
-    let find = |guests: &[nightcrow_guest_build::Guest]| {
-        guests
-            .iter()
-            .find(|guest| guest.name == PACKAGE)
-            .unwrap_or_else(|| panic!("the {PACKAGE} build produced no {PACKAGE} binary"))
-            .path
-            .clone()
-    };
-    let (wasm, native) = (find(&wasm), find(&native));
+    let wasm = wasm
+        .iter()
+        .find(|guest| guest.name == PACKAGE)
+        .unwrap_or_else(|| panic!("the {PACKAGE} build produced no {PACKAGE} binary"))
+        .path
+        .clone();
     let mut generated = String::new();
     writeln!(
         generated,
         "/// The `{PACKAGE}` component, built for wasm32-wasip2 from this workspace.\n\
-         pub static NIGHTCROW_RECOVERY_WASM: &[u8] = include_bytes!({wasm:?});\n\
-         /// The native build of `{PACKAGE}`, for the trusted native runtime and its tests.\n\
-         pub const NIGHTCROW_RECOVERY_NATIVE: &str = {native:?};"
+         pub static NIGHTCROW_RECOVERY_WASM: &[u8] = include_bytes!({wasm:?});"
     )
     .expect("writing to a String");
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));

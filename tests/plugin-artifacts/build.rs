@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use nightcrow_guest_build::{Guest, GuestTarget, build};
 
 const PACKAGE: &str = "nightcrow-test-plugins";
+/// The bundled plugin, whose wasm build `nightcrow-builtin` embeds; its native build is
+/// for tests only, so it is built here.
+const RECOVERY: &str = "nightcrow-recovery";
 
 fn main() {
     let wasm = build(PACKAGE, GuestTarget::Wasm);
@@ -21,6 +24,11 @@ fn main() {
 
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     let foreign = foreign_import_component(&out_dir);
+    let recovery = build(RECOVERY, GuestTarget::Native);
+    let recovery = recovery
+        .iter()
+        .find(|guest| guest.name == RECOVERY)
+        .expect("the recovery build has its binary");
 
     // (name, wasm path, native path) of every artifact, the foreign component last.
     let mut artifacts: Vec<(&str, &Path, Option<&Path>)> = wasm
@@ -36,7 +44,11 @@ fn main() {
         .collect();
     artifacts.push(("foreign_import", &foreign, None));
 
-    let mut code = String::new();
+    let mut code = format!(
+        "/// The bundled `{RECOVERY}` plugin built for the host, for the native runtime's tests.\n\
+         pub const RECOVERY_NATIVE: &str = {:?};\n",
+        utf8(&recovery.path)
+    );
     let mut invocations = String::new();
     for (name, wasm, native) in artifacts {
         let upper = name.to_uppercase();

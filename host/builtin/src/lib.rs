@@ -30,26 +30,16 @@ pub fn lookup(name: &str) -> Option<&'static [u8]> {
     }
 }
 
-/// Path of the native build of a bundled plugin (for `runtime = "native"` tests; the file
-/// lives in this workspace's `target/guests`, so this is for tests and development only).
-pub fn native_path(name: &str) -> Option<&'static std::path::Path> {
-    match name.strip_prefix(PREFIX).unwrap_or(name) {
-        "nightcrow-recovery" => Some(std::path::Path::new(generated::NIGHTCROW_RECOVERY_NATIVE)),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_name_resolves_to_a_component_and_a_native_binary() {
+    fn every_name_resolves_to_a_component() {
         for name in NAMES {
             let wasm = lookup(&format!("{PREFIX}{name}")).expect("bundled");
             // A component (layer 1), not a core module (layer 0): version 0x0d, layer 0x01.
             assert_eq!(&wasm[..8], b"\0asm\x0d\0\x01\0", "{name}");
-            assert!(native_path(name).expect("native").is_file(), "{name}");
         }
         assert!(lookup("builtin:nightcrow").is_none());
         assert!(lookup("").is_none());

@@ -192,11 +192,9 @@ fn recovery(kind: RuntimeKind, scratch: &Path) -> HubPlugin {
             name: RECOVERY.to_owned(),
             bytes: nightcrow_builtin::lookup(RECOVERY).expect("bundled").into(),
         },
-        RuntimeKind::Native => PluginSource::Path(
-            nightcrow_builtin::native_path(RECOVERY)
-                .expect("native build")
-                .to_path_buf(),
-        ),
+        RuntimeKind::Native => {
+            PluginSource::Path(nightcrow_test_plugin_artifacts::RECOVERY_NATIVE.into())
+        }
     };
     HubPlugin {
         spec: PluginSpec {

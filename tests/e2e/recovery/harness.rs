@@ -135,9 +135,7 @@ impl Plugin {
         ));
         let mut process = match runtime {
             Runtime::Native => {
-                let mut process = Process::new(
-                    nightcrow_builtin::native_path("nightcrow-recovery").expect("bundled"),
-                );
+                let mut process = Process::new(nightcrow_test_plugin_artifacts::RECOVERY_NATIVE);
                 process.env_clear().envs(env);
                 process
             }

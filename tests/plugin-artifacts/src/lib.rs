@@ -2,7 +2,8 @@
 //! script: `<NAME>_WASM` (a wasm32-wasip2 component) and `<NAME>_NATIVE` (an executable for
 //! the host) per guest, plus `FOREIGN_IMPORT_WASM`, a component that imports an interface
 //! outside the plugin world. The same paths are grouped per guest as [`Guest`] constants
-//! (`ECHO`, `PROBE`, …).
+//! (`ECHO`, `PROBE`, …). `RECOVERY_NATIVE` is the bundled recovery plugin built for the
+//! host (its wasm build is embedded by `nightcrow-builtin`).
 //!
 //! **Invariant:** [`foreach_guest!`] names every artifact, so a test module that expands it
 //! with an "a test of this name exists" macro fails to compile when a guest has no test.
