@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nightcrow_plugin_host::{
-    Plugin, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+    Plugin, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox, Usage,
 };
 use nightcrow_protocol::{Command, Event, Token};
 use nightcrow_test_plugin_artifacts::{COMMAND_FLOOD, ECHO, Guest};
@@ -221,84 +221,27 @@ async fn idle(runtime: &PluginRuntime, kind: RuntimeKind, counts: &Counts) -> (f
     // One instance first, so that compiling and the runtime's own start are not counted.
     let mut warmup = start(runtime, &spec).await;
     first_answer(&mut warmup).await;
-    let before = Usage::now();
+    let before = usage();
     let mut plugins = Vec::with_capacity(counts.idle_instances);
     for _ in 0..counts.idle_instances {
         let mut plugin = start(runtime, &spec).await;
         first_answer(&mut plugin).await;
         plugins.push(plugin);
     }
-    let loaded = Usage::now();
+    let loaded = usage();
     tokio::time::sleep(counts.idle_window).await;
-    let after = Usage::now();
+    let after = usage();
     for plugin in plugins.iter().chain([&warmup]) {
         plugin.shutdown().await;
     }
     let instances = counts.idle_instances as f64;
     let rss_kib = loaded.rss_kib.saturating_sub(before.rss_kib) as f64 / instances;
-    let cpu = (after.cpu_secs - loaded.cpu_secs) / counts.idle_window.as_secs_f64();
-    (rss_kib, 100.0 * cpu / instances)
+    let cpu = after.cpu_percent_since(&loaded, counts.idle_window.as_secs_f64());
+    (rss_kib, cpu / instances)
 }
 
-/// Resident memory and CPU time of this process plus its children (the native guests).
-struct Usage {
-    rss_kib: u64,
-    cpu_secs: f64,
-}
-
-impl Usage {
-    fn now() -> Usage {
-        let mut usage = Usage {
-            rss_kib: 0,
-            cpu_secs: 0.0,
-        };
-        let me = std::process::id();
-        for pid in std::iter::once(me).chain(children_of(me)) {
-            let dir = PathBuf::from(format!("/proc/{pid}"));
-            usage.rss_kib += rss_kib(&dir).unwrap_or(0);
-            usage.cpu_secs += cpu_secs(&dir).unwrap_or(0.0);
-        }
-        usage
-    }
-}
-
-fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            stat_fields(&PathBuf::from(format!("/proc/{pid}")))
-                .is_some_and(|f| f.get(1).and_then(|ppid| ppid.parse().ok()) == Some(parent))
-        })
-        .collect()
-}
-
-/// The fields of `/proc/PID/stat` after the command name, from `state` on.
-fn stat_fields(dir: &Path) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-fn cpu_secs(dir: &Path) -> Option<f64> {
-    let fields = stat_fields(dir)?;
-    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
-}
-
-fn rss_kib(dir: &Path) -> Option<u64> {
-    let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
+fn usage() -> Usage {
+    Usage::now().expect("the benchmark reads /proc (Linux)")
 }
 
 fn percentile(samples: &[f64], at: f64) -> f64 {
