@@ -237,6 +237,11 @@ impl Session {
                 generation: g,
                 text: OUTPUT[0].to_owned(),
             },
+            Event::PaneOutput {
+                token: t.clone(),
+                generation: g,
+                text: "■ You've hit your usage limit. Try again in 5 minutes.\r\n".to_owned(),
+            },
             Event::PaneIdle {
                 token: t.clone(),
                 generation: g,
@@ -406,7 +411,7 @@ impl Session {
                     .zip(Usage::now())
                     .map(|(before, now)| {
                         format!(
-                            "; the process grew by {:.1} MiB resident",
+                            "; this process (runtime, compiler and plugin) grew by {:.1} MiB resident",
                             now.rss_kib.saturating_sub(before.rss_kib) as f64 / 1024.0
                         )
                     })
