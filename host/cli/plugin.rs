@@ -153,13 +153,23 @@ async fn install(home: &Home, file: &Path, name: Option<&str>, force: bool) -> R
         installed.size,
         installed.sha256
     );
-    println!("it imports:");
-    for import in &imports {
-        println!("  {import}");
-    }
-    println!("\nTo use it, add this to your config and read what it asks for before enabling:\n");
+    print_abilities(&imports);
+    println!(
+        "The snippet below grants nothing: no directory, no connection, no environment \
+         variable, default limits (64 MiB, 200 ms). Add grants only for what its author says \
+         it needs, then set enabled = true.\n"
+    );
     print!("{}", registry::config_snippet(&installed.name));
     Ok(())
+}
+
+/// What the plugin will be able to do once enabled, in words, then its imports.
+fn print_abilities(imports: &[String]) {
+    println!("  once enabled it can:");
+    for ability in nightcrow_plugin_host::abilities(imports) {
+        println!("    - {ability}");
+    }
+    println!("  (imports: {})", imports.join(", "));
 }
 
 async fn list(home: &Home) -> Result<(), String> {
@@ -181,7 +191,7 @@ async fn list(home: &Home) -> Result<(), String> {
             plugin.name, plugin.size, plugin.sha256
         );
         match runtime.check(&PluginSource::Path(plugin.path)).await {
-            Ok(imports) => println!("  imports: {}", imports.join(", ")),
+            Ok(imports) => print_abilities(&imports),
             Err(error) => println!("  refused by the import audit: {error}"),
         }
     }

@@ -53,7 +53,7 @@ mod wasm;
 
 use std::path::PathBuf;
 
-pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, import_allowed};
+pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, abilities, import_allowed};
 pub use engine::{CacheStats, RuntimeConfig, RuntimeError};
 pub use limits::{EPOCH_TICK, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 pub use nightcrow_guard::ConnectRuleError;
