@@ -50,6 +50,19 @@ pub enum PluginAction {
     /// 10 000 events, close, shutdown) and report PASS/FAIL per rule with the reason. Exits
     /// 0 only if every check passes. Give it the grants your plugin's README asks for.
     Test(TestArgs),
+    /// Start a new plugin project: a folder with a template in Rust or Python that builds to
+    /// a component importing only the plugin world, and a README with the two commands that
+    /// build it and run `plugin test` on it.
+    New {
+        /// The plugin's name (lowercase letters, digits, `-`, `_`); also the folder's.
+        name: String,
+        /// The language of the template.
+        #[arg(long, value_enum)]
+        lang: crate::new::Lang,
+        /// Create the project here instead of in `./NAME`.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -113,6 +126,7 @@ pub fn run(action: PluginAction, config: Option<&Config>, home: &Home) -> Result
         PluginAction::Check { file } => tokio.block_on(check(&file, config, home)),
         PluginAction::Run(args) => tokio.block_on(run_plugin(args)),
         PluginAction::Test(args) => tokio.block_on(test_plugin(args)),
+        PluginAction::New { name, lang, dir } => crate::new::run(&name, lang, dir.as_deref()),
     };
     // tokio reads stdin on a blocking thread that no shutdown can interrupt: waiting for it
     // would keep `plugin run` alive after a `shutdown` event until its stdin closes.

@@ -97,12 +97,24 @@ fn the_regex_example_passes_with_its_patterns_in_the_sandbox_and_natively() {
 fn the_text_report_says_pass_or_fail_per_rule() {
     let home = tempfile::tempdir().unwrap();
     let output = nightcrow(home.path())
-        .args(["plugin", "test", "--idle-window-ms", "500", guests::TOKEN_GUESSER_WASM])
+        .args([
+            "plugin",
+            "test",
+            "--idle-window-ms",
+            "500",
+            guests::TOKEN_GUESSER_WASM,
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("PASS  passes the import audit and starts"), "{stdout}");
-    assert!(stdout.contains("FAIL  names only panes it was given: "), "{stdout}");
+    assert!(
+        stdout.contains("PASS  passes the import audit and starts"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL  names only panes it was given: "),
+        "{stdout}"
+    );
     assert!(stdout.contains("1 of 10 checks failed"), "{stdout}");
     assert_eq!(output.status.code(), Some(1));
 }
@@ -125,12 +137,20 @@ fn scripted() {
 
 #[test]
 fn command_flood() {
-    fails(&[guests::COMMAND_FLOOD_WASM], "quiet_when_idle", "% of a core");
+    fails(
+        &[guests::COMMAND_FLOOD_WASM],
+        "quiet_when_idle",
+        "% of a core",
+    );
 }
 
 #[test]
 fn exit_failure() {
-    fails(&[guests::EXIT_FAILURE_WASM], "stays_up", "exited with code 1");
+    fails(
+        &[guests::EXIT_FAILURE_WASM],
+        "stays_up",
+        "exited with code 1",
+    );
 }
 
 #[test]
@@ -185,7 +205,11 @@ fn spin_after_event() {
 
 #[test]
 fn spin_at_start() {
-    fails(&[guests::SPIN_AT_START_WASM], "quiet_when_idle", "CPU limit hit");
+    fails(
+        &[guests::SPIN_AT_START_WASM],
+        "quiet_when_idle",
+        "CPU limit hit",
+    );
     // Natively nothing stops it; the CPU reading over the idle window does.
     fails(
         &["--native", guests::SPIN_AT_START_NATIVE],
@@ -224,4 +248,62 @@ fn foreign_import() {
         "starts",
         "outside the nightcrow plugin world",
     );
+}
+
+/// `plugin new` in both languages gives a project that builds with the README's command and
+/// passes `plugin test` as it is.
+#[test]
+fn plugin_new_projects_build_and_pass() {
+    let scratch = tempfile::tempdir().unwrap();
+    let new = |name: &str, lang: &str| {
+        let created = nightcrow(scratch.path())
+            .current_dir(scratch.path())
+            .args(["plugin", "new", name, "--lang", lang])
+            .output()
+            .unwrap();
+        assert!(created.status.success(), "{created:?}");
+        let readme = String::from_utf8_lossy(&created.stdout).into_owned();
+        assert!(readme.contains("nightcrow plugin test "), "{readme}");
+        scratch.path().join(name)
+    };
+
+    let python = new("py-starter", "python");
+    let built = std::process::Command::new(examples::COMPONENTIZE_PY)
+        .current_dir(&python)
+        .args([
+            "-d",
+            "wit",
+            "-w",
+            "nightcrow:plugin/plugin",
+            "componentize",
+            "app",
+            "-o",
+        ])
+        .arg("py-starter.wasm")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    passes(&[python.join("py-starter.wasm").to_str().unwrap()]);
+
+    let rust = new("rs-starter", "rust");
+    let built = std::process::Command::new(env!("CARGO"))
+        .current_dir(&rust)
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let wasm = rust.join("target/wasm32-wasip2/release/rs-starter.wasm");
+    passes(&[wasm.to_str().unwrap()]);
+
+    // An existing folder is never overwritten.
+    let again = nightcrow(scratch.path())
+        .current_dir(scratch.path())
+        .args(["plugin", "new", "rs-starter", "--lang", "rust"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
 }

@@ -473,15 +473,24 @@ fn the_demo_shows_a_usage_limit_recovery_and_exits_0() {
 fn the_example_plugins_installed_and_enabled_reach_a_client() {
     let home = tempfile::tempdir().unwrap();
     for (file, name) in [
-        (nightcrow_example_artifacts::PYTHON_STATUS_WASM, "python-status"),
-        (nightcrow_example_artifacts::REGEX_ATTENTION_WASM, "regex-attention"),
+        (
+            nightcrow_example_artifacts::PYTHON_STATUS_WASM,
+            "python-status",
+        ),
+        (
+            nightcrow_example_artifacts::REGEX_ATTENTION_WASM,
+            "regex-attention",
+        ),
     ] {
         let installed = nightcrow(home.path())
             .args(["plugin", "install", file])
             .output()
             .unwrap();
         assert!(installed.status.success(), "{installed:?}");
-        assert!(text(&installed.stdout).contains(&format!("as `{name}`")), "{installed:?}");
+        assert!(
+            text(&installed.stdout).contains(&format!("as `{name}`")),
+            "{installed:?}"
+        );
     }
     let config = "[[plugin]]\nname = \"python-status\"\ncommand = \"python-status\"\nenabled = true\n\n\
                   [[plugin]]\nname = \"regex-attention\"\ncommand = \"regex-attention\"\n\
@@ -503,6 +512,9 @@ fn the_example_plugins_installed_and_enabled_reach_a_client() {
         })
         .await;
         assert_eq!(status["detail"], "building-42", "{status}");
-        until(&mut connection, &mut output, |m, _| m["type"] == "attention").await;
+        until(&mut connection, &mut output, |m, _| {
+            m["type"] == "attention"
+        })
+        .await;
     });
 }

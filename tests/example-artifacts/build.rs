@@ -15,7 +15,12 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let wasm = one(build("regex-attention", GuestTarget::Wasm));
     let native = one(build("regex-attention", GuestTarget::Native));
-    let python = python_example(&root, &root.join("examples/plugins/python-status"));
+    let componentize_py = componentize_py(&root);
+    let python = python_example(
+        &componentize_py,
+        &root,
+        &root.join("examples/plugins/python-status"),
+    );
     let code = format!(
         "/// The componentize-py release the Python example is built with.\n\
          pub const COMPONENTIZE_PY_VERSION: &str = {COMPONENTIZE_PY_VERSION:?};\n\
@@ -24,10 +29,13 @@ fn main() {
          /// `examples/plugins/regex-attention` as a native executable.\n\
          pub const REGEX_ATTENTION_NATIVE: &str = {:?};\n\
          /// `examples/plugins/python-status` as a component built by componentize-py.\n\
-         pub const PYTHON_STATUS_WASM: &str = {:?};\n",
+         pub const PYTHON_STATUS_WASM: &str = {:?};\n\
+         /// The componentize-py binary that built it.\n\
+         pub const COMPONENTIZE_PY: &str = {:?};\n",
         utf8(&wasm),
         utf8(&native),
-        utf8(&python)
+        utf8(&python),
+        utf8(&componentize_py)
     );
     std::fs::write(out_dir.join("examples.rs"), code).expect("OUT_DIR is writable");
 }
@@ -44,13 +52,13 @@ fn utf8(path: &Path) -> &str {
 /// `componentize-py -d wit -w nightcrow:plugin/plugin componentize app`, into
 /// `target/examples/python-status.wasm`, outside `OUT_DIR` so the test and dev profiles share
 /// the ~10 s build.
-fn python_example(root: &Path, source: &Path) -> PathBuf {
+fn python_example(componentize_py: &Path, root: &Path, source: &Path) -> PathBuf {
     println!("cargo:rerun-if-changed={}", source.join("app.py").display());
     println!("cargo:rerun-if-env-changed=COMPONENTIZE_PY");
     let out = root.join("target/examples");
     std::fs::create_dir_all(&out).expect("target/ is writable");
     let wasm = out.join("python-status.wasm");
-    let status = Command::new(componentize_py(root))
+    let status = Command::new(componentize_py)
         .current_dir(source)
         .arg("-d")
         .arg(root.join("wit"))

@@ -170,11 +170,7 @@ impl Report {
         if failed == 0 {
             let _ = writeln!(text, "all {} checks passed", self.verdicts.len());
         } else {
-            let _ = writeln!(
-                text,
-                "{failed} of {} checks failed",
-                self.verdicts.len()
-            );
+            let _ = writeln!(text, "{failed} of {} checks failed", self.verdicts.len());
         }
         text
     }

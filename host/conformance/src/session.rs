@@ -384,7 +384,10 @@ impl Session {
             });
         }
         if let Err(reason) = self.drain_to(0, deadline).await {
-            return (false, format!("after all {} events: {reason}", options.events));
+            return (
+                false,
+                format!("after all {} events: {reason}", options.events),
+            );
         }
         let seconds = began.elapsed().as_secs_f64();
         self.settle(SETTLE).await;
@@ -441,7 +444,10 @@ impl Session {
 
     async fn shutdown(&mut self) -> Outcome {
         if let Some(cause) = self.ended() {
-            return (false, format!("not judged: it ended before shutdown ({cause})"));
+            return (
+                false,
+                format!("not judged: it ended before shutdown ({cause})"),
+            );
         }
         let began = Instant::now();
         self.plugin.begin_shutdown();
@@ -506,7 +512,10 @@ impl Session {
             ),
             None => (
                 true,
-                format!("{} commands, none for a pane it was not given", self.commands),
+                format!(
+                    "{} commands, none for a pane it was not given",
+                    self.commands
+                ),
             ),
         }
     }

@@ -42,7 +42,15 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
 /// checks it), so [`abilities`] never leaves an import unexplained.
 const ABILITIES: &[(&[&str], &str)] = &[
     (
-        &["wasi:cli/stdin", "wasi:cli/stdout", "wasi:cli/stderr", "wasi:io/streams", "wasi:io/error", "wasi:io/poll", "wasi:cli/exit"],
+        &[
+            "wasi:cli/stdin",
+            "wasi:cli/stdout",
+            "wasi:cli/stderr",
+            "wasi:io/streams",
+            "wasi:io/error",
+            "wasi:io/poll",
+            "wasi:cli/exit",
+        ],
         "talk to nightcrow: read pane events and send requests, which the guard judges",
     ),
     (
@@ -50,7 +58,13 @@ const ABILITIES: &[(&[&str], &str)] = &[
         "read its arguments and the variables of its [plugin.env] (none by default; nothing of yours is inherited)",
     ),
     (
-        &["wasi:cli/terminal-input", "wasi:cli/terminal-output", "wasi:cli/terminal-stdin", "wasi:cli/terminal-stdout", "wasi:cli/terminal-stderr"],
+        &[
+            "wasi:cli/terminal-input",
+            "wasi:cli/terminal-output",
+            "wasi:cli/terminal-stdin",
+            "wasi:cli/terminal-stdout",
+            "wasi:cli/terminal-stderr",
+        ],
         "ask whether it runs in a terminal (it never does)",
     ),
     (
@@ -58,7 +72,11 @@ const ABILITIES: &[(&[&str], &str)] = &[
         "read the time and wait for deadlines",
     ),
     (
-        &["wasi:random/random", "wasi:random/insecure", "wasi:random/insecure-seed"],
+        &[
+            "wasi:random/random",
+            "wasi:random/insecure",
+            "wasi:random/insecure-seed",
+        ],
         "get random numbers",
     ),
     (
@@ -66,11 +84,20 @@ const ABILITIES: &[(&[&str], &str)] = &[
         "read files, only in the directories its read_dirs grant lists (none by default; never write)",
     ),
     (
-        &["wasi:sockets/network", "wasi:sockets/instance-network", "wasi:sockets/tcp", "wasi:sockets/tcp-create-socket"],
+        &[
+            "wasi:sockets/network",
+            "wasi:sockets/instance-network",
+            "wasi:sockets/tcp",
+            "wasi:sockets/tcp-create-socket",
+        ],
         "open TCP connections, only to the loopback addresses its connect grant lists (none by default)",
     ),
     (
-        &["wasi:sockets/udp", "wasi:sockets/udp-create-socket", "wasi:sockets/ip-name-lookup"],
+        &[
+            "wasi:sockets/udp",
+            "wasi:sockets/udp-create-socket",
+            "wasi:sockets/ip-name-lookup",
+        ],
         "nothing with UDP or name lookup: linked for toolchains that import them, every call is refused",
     ),
 ];

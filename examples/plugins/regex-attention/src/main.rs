@@ -69,7 +69,10 @@ impl Plugin for RegexAttention {
 fn main() {
     let patterns: Vec<String> = std::env::args().skip(1).collect();
     let (compiled, problem) = if patterns.is_empty() {
-        (None, Some("no patterns given (add them as `args`)".to_owned()))
+        (
+            None,
+            Some("no patterns given (add them as `args`)".to_owned()),
+        )
     } else {
         match Regex::new_many(&patterns) {
             Ok(regex) => (Some(regex), None),
