@@ -68,9 +68,15 @@ fn plugin_help_lists_every_plugin_command() {
     let help = nightcrow(home.path(), &["plugin", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     for command in ["install", "list", "remove", "check", "run", "test", "new"] {
-        assert!(help.contains(&format!("\n  {command} ")), "{command}: {help}");
+        assert!(
+            help.contains(&format!("\n  {command} ")),
+            "{command}: {help}"
+        );
     }
     let test = nightcrow(home.path(), &["plugin", "test", "--help"]);
     let test = String::from_utf8_lossy(&test.stdout);
-    assert!(test.contains("--json") && test.contains("--native"), "{test}");
+    assert!(
+        test.contains("--json") && test.contains("--native"),
+        "{test}"
+    );
 }

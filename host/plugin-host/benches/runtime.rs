@@ -2,6 +2,10 @@
 //! the same guest built natively, in the same run, printed as a table with wasm/native
 //! ratios. Native is the baseline: it is what a plugin costs without a sandbox.
 //!
+//! A second table compares plugins by language: the bundled recovery plugin and the Rust
+//! example against the Python example (componentize-py): file size, cold and warm start,
+//! and resident memory per idle instance.
+//!
 //! `cargo bench -p nightcrow-plugin-host --bench runtime` measures; `-- --quick` (what
 //! `.ci/run` uses, through `cargo test --bench runtime`) runs every step with tiny counts to
 //! prove the benchmark works, and its numbers mean nothing.
@@ -22,6 +26,8 @@ struct Counts {
     starts: usize,
     idle_instances: usize,
     idle_window: Duration,
+    /// Starts per language plugin and instances kept idle for its memory reading.
+    language_rounds: usize,
 }
 
 const FULL: Counts = Counts {
@@ -30,6 +36,7 @@ const FULL: Counts = Counts {
     starts: 20,
     idle_instances: 100,
     idle_window: Duration::from_secs(3),
+    language_rounds: 5,
 };
 
 const QUICK: Counts = Counts {
@@ -38,6 +45,7 @@ const QUICK: Counts = Counts {
     starts: 2,
     idle_instances: 3,
     idle_window: Duration::from_millis(100),
+    language_rounds: 1,
 };
 
 const KINDS: [RuntimeKind; 2] = [RuntimeKind::Wasm, RuntimeKind::Native];
@@ -52,6 +60,135 @@ fn main() {
     let scratch = tempfile::tempdir().expect("temporary directory");
     let rows = tokio.block_on(measure(&counts, scratch.path()));
     print_table(&rows, quick);
+    let languages = tokio.block_on(languages(&counts, scratch.path()));
+    print_languages(&languages);
+}
+
+/// One plugin of the by-language table.
+struct Language {
+    plugin: &'static str,
+    kib: f64,
+    cold_ms: f64,
+    warm_ms: f64,
+    idle_rss_kib: f64,
+}
+
+/// The plugins compared by language, measured the same way: a start is `start` to a clean
+/// exit after `pane_opened` and `shutdown` (so the guest's own runtime has initialised and
+/// read its input); cold over an empty cache directory, warm from a fresh runtime over the
+/// filled one. Memory: `language_rounds` instances that each took a `pane_opened`.
+async fn languages(counts: &Counts, scratch: &Path) -> Vec<Language> {
+    let read = |path: &str| std::fs::read(path).expect("the example is built");
+    let plugins = [
+        (
+            "nightcrow-recovery (Rust, bundled)",
+            nightcrow_builtin::lookup("builtin:nightcrow-recovery")
+                .expect("bundled")
+                .to_vec(),
+        ),
+        (
+            "regex-attention (Rust example)",
+            read(nightcrow_example_artifacts::REGEX_ATTENTION_WASM),
+        ),
+        (
+            "python-status (Python example)",
+            read(nightcrow_example_artifacts::PYTHON_STATUS_WASM),
+        ),
+    ];
+    let mut measured = Vec::new();
+    for (plugin, bytes) in plugins {
+        let spec = PluginSpec {
+            name: plugin.to_owned(),
+            runtime: RuntimeKind::Wasm,
+            source: PluginSource::Builtin {
+                name: plugin.to_owned(),
+                bytes: bytes.clone().into(),
+            },
+            args: Vec::new(),
+            env: Vec::new(),
+            runtime_dir: std::env::temp_dir().join("nightcrow-bench"),
+            sandbox: Sandbox::default(),
+        };
+        let (mut cold, mut warm) = (Vec::new(), Vec::new());
+        for round in 0..counts.language_rounds {
+            let cache_dir = scratch.join(format!("language-{}-{round}", measured.len()));
+            for samples in [&mut cold, &mut warm] {
+                let runtime = PluginRuntime::new(RuntimeConfig {
+                    cache_dir: Some(cache_dir.clone()),
+                })
+                .expect("runtime");
+                let began = Instant::now();
+                let plugin = start(&runtime, &spec).await;
+                opened_then_stopped(plugin).await;
+                samples.push(began.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let runtime = PluginRuntime::new(RuntimeConfig {
+            cache_dir: Some(scratch.join(format!("language-{}-0", measured.len()))),
+        })
+        .expect("runtime");
+        opened_then_stopped(start(&runtime, &spec).await).await;
+        let before = usage();
+        let mut idle = Vec::new();
+        for _ in 0..counts.language_rounds {
+            let plugin = start(&runtime, &spec).await;
+            plugin.send(pane_opened());
+            idle.push(plugin);
+        }
+        tokio::time::sleep(counts.idle_window).await;
+        let loaded = usage();
+        for plugin in &idle {
+            plugin.shutdown().await;
+        }
+        measured.push(Language {
+            plugin,
+            kib: bytes.len() as f64 / 1024.0,
+            cold_ms: percentile(&cold, 0.5),
+            warm_ms: percentile(&warm, 0.5),
+            idle_rss_kib: loaded.rss_kib.saturating_sub(before.rss_kib) as f64
+                / counts.language_rounds as f64,
+        });
+    }
+    measured
+}
+
+fn pane_opened() -> Event {
+    Event::PaneOpened {
+        token: Token::from_bytes([7; 16]),
+        generation: 1,
+        title: None,
+        command: Some("codex".to_owned()),
+        cwd: "/tmp".to_owned(),
+    }
+}
+
+async fn opened_then_stopped(mut plugin: Plugin) {
+    plugin.send(pane_opened());
+    plugin.begin_shutdown();
+    while plugin.recv().await.is_some() {}
+    let (cause, requested) = plugin.ended().await;
+    assert!(requested, "{} ended by itself: {cause}", plugin.name());
+}
+
+fn print_languages(languages: &[Language]) {
+    println!(
+        "\n| {:<36} | {:>9} | {:>13} | {:>13} | {:>18} |",
+        "plugin", "size KiB", "cold start ms", "warm start ms", "idle RSS/inst. KiB"
+    );
+    println!(
+        "|{:-<38}|{:->11}|{:->15}|{:->15}|{:->20}|",
+        "", "", "", "", ""
+    );
+    for language in languages {
+        println!(
+            "| {:<36} | {:>9.0} | {:>13.1} | {:>13.1} | {:>18.0} |",
+            language.plugin,
+            language.kib,
+            language.cold_ms,
+            language.warm_ms,
+            language.idle_rss_kib
+        );
+    }
 }
 
 /// One line of the table: a figure for wasm and for native.
