@@ -97,18 +97,11 @@ async fn languages(counts: &Counts, scratch: &Path) -> Vec<Language> {
     ];
     let mut measured = Vec::new();
     for (plugin, bytes) in plugins {
-        let spec = PluginSpec {
+        let source = PluginSource::Builtin {
             name: plugin.to_owned(),
-            runtime: RuntimeKind::Wasm,
-            source: PluginSource::Builtin {
-                name: plugin.to_owned(),
-                bytes: bytes.clone().into(),
-            },
-            args: Vec::new(),
-            env: Vec::new(),
-            runtime_dir: std::env::temp_dir().join("nightcrow-bench"),
-            sandbox: Sandbox::default(),
+            bytes: bytes.clone().into(),
         };
+        let spec = spec_of(plugin, source, RuntimeKind::Wasm, &[]);
         let (mut cold, mut warm) = (Vec::new(), Vec::new());
         for round in 0..counts.language_rounds {
             let cache_dir = scratch.join(format!("language-{}-{round}", measured.len()));
@@ -252,10 +245,15 @@ fn spec(name: &str, guest: Guest, kind: RuntimeKind, args: &[String]) -> PluginS
         RuntimeKind::Wasm => guest.wasm,
         RuntimeKind::Native => guest.native.expect("the benchmark's guests build natively"),
     };
+    spec_of(name, PluginSource::Path(PathBuf::from(path)), kind, args)
+}
+
+/// A spec with no grants and default limits.
+fn spec_of(name: &str, source: PluginSource, kind: RuntimeKind, args: &[String]) -> PluginSpec {
     PluginSpec {
         name: name.to_owned(),
         runtime: kind,
-        source: PluginSource::Path(PathBuf::from(path)),
+        source,
         args: args.to_vec(),
         env: Vec::new(),
         runtime_dir: std::env::temp_dir().join("nightcrow-bench"),
