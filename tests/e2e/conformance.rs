@@ -19,8 +19,20 @@ macro_rules! guest_has_case {
 }
 nightcrow_test_plugin_artifacts::foreach_guest!(guest_has_case);
 
+/// One `plugin test` (or example build) at a time: several hostile guests spin a core and a
+/// Python component's first compile takes both, which would starve the timing-sensitive
+/// tests running beside these (the TUI's, the daemon's).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Runs `nightcrow plugin test --json` with a short idle window; the report and the output.
 fn plugin_test(args: &[&str]) -> (Value, Output) {
+    let _turn = one_at_a_time();
     let home = tempfile::tempdir().unwrap();
     let output = nightcrow(home.path())
         .args(["plugin", "test", "--json", "--idle-window-ms", "1000"])
@@ -95,6 +107,7 @@ fn the_regex_example_passes_with_its_patterns_in_the_sandbox_and_natively() {
 
 #[test]
 fn the_text_report_says_pass_or_fail_per_rule() {
+    let _turn = one_at_a_time();
     let home = tempfile::tempdir().unwrap();
     let output = nightcrow(home.path())
         .args([
@@ -268,6 +281,7 @@ fn plugin_new_projects_build_and_pass() {
     };
 
     let python = new("py-starter", "python");
+    let turn = one_at_a_time();
     let built = std::process::Command::new(examples::COMPONENTIZE_PY)
         .current_dir(&python)
         .args([
@@ -283,9 +297,11 @@ fn plugin_new_projects_build_and_pass() {
         .output()
         .unwrap();
     assert!(built.status.success(), "{built:?}");
+    drop(turn);
     passes(&[python.join("py-starter.wasm").to_str().unwrap()]);
 
     let rust = new("rs-starter", "rust");
+    let turn = one_at_a_time();
     let built = std::process::Command::new(env!("CARGO"))
         .current_dir(&rust)
         .args(["build", "--release", "--target", "wasm32-wasip2"])
@@ -295,6 +311,7 @@ fn plugin_new_projects_build_and_pass() {
         .output()
         .unwrap();
     assert!(built.status.success(), "{built:?}");
+    drop(turn);
     let wasm = rust.join("target/wasm32-wasip2/release/rs-starter.wasm");
     passes(&[wasm.to_str().unwrap()]);
 

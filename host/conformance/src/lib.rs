@@ -10,7 +10,7 @@
 //! plugin cannot type into or relaunch anything, whatever it sends.
 //!
 //! ```no_run
-//! # async fn demo(spec: nightcrow_plugin_host::PluginSpec) -> anyhow::Result<()> {
+//! # async fn demo(spec: nightcrow_plugin_host::PluginSpec) -> Result<(), Box<dyn std::error::Error>> {
 //! use nightcrow_conformance::{Options, check};
 //! use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
 //!
