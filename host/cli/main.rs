@@ -5,6 +5,7 @@
 mod attach;
 mod daemon;
 mod demo;
+mod new;
 mod plugin;
 
 use std::path::{Path, PathBuf};
@@ -81,7 +82,7 @@ enum Action {
     Reload,
     /// Stop the running daemon (plugins first, then panes).
     Stop,
-    /// Install, list, remove, check or try out plugins.
+    /// Install, list, remove, check, run, test or start writing plugins.
     #[command(subcommand)]
     Plugin(plugin::PluginAction),
 }

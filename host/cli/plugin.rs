@@ -44,11 +44,42 @@ pub enum PluginAction {
     /// Run one plugin as the daemon would, with no panes: each line on stdin is an event
     /// (NDJSON, protocol v3) sent to it; each command it writes is decoded and printed on
     /// stdout (not judged: with no panes, nothing would be approved). End of stdin stops it.
-    Run(RunArgs),
+    Run(PluginArgs),
+    /// Conformance test for plugin authors: run the plugin in the real sandbox through a
+    /// scripted session (panes opened, output, idle, typing, exit, relaunch, 64 panes,
+    /// 10 000 events, close, shutdown) and report PASS/FAIL per rule with the reason. Exits
+    /// 0 only if every check passes. Give it the grants your plugin's README asks for.
+    Test(TestArgs),
+    /// Start a new plugin project: a folder with a template in Rust or Python that builds to
+    /// a component importing only the plugin world, and a README with the two commands that
+    /// build it and run `plugin test` on it.
+    New {
+        /// The plugin's name (lowercase letters, digits, `-`, `_`); also the folder's.
+        name: String,
+        /// The language of the template.
+        #[arg(long, value_enum)]
+        lang: crate::new::Lang,
+        /// Create the project here instead of in `./NAME`.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct TestArgs {
+    #[command(flatten)]
+    plugin: PluginArgs,
+    /// Print the report as one JSON object (for CI) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// How long the plugin is left idle while its CPU use is measured, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    idle_window_ms: u64,
+}
+
+/// One plugin and what it is granted, for `plugin run` and `plugin test`.
+#[derive(Debug, Args)]
+pub struct PluginArgs {
     /// A `.wasm` component, `builtin:<name>`, or (with `--native`) an executable.
     file: String,
     /// Run it as a trusted native child process instead of in the sandbox.
@@ -94,6 +125,8 @@ pub fn run(action: PluginAction, config: Option<&Config>, home: &Home) -> Result
         PluginAction::Remove { name } => home.plugins().remove(&name).map_err(|e| e.to_string()),
         PluginAction::Check { file } => tokio.block_on(check(&file, config, home)),
         PluginAction::Run(args) => tokio.block_on(run_plugin(args)),
+        PluginAction::Test(args) => tokio.block_on(test_plugin(args)),
+        PluginAction::New { name, lang, dir } => crate::new::run(&name, lang, dir.as_deref()),
     };
     // tokio reads stdin on a blocking thread that no shutdown can interrupt: waiting for it
     // would keep `plugin run` alive after a `shutdown` event until its stdin closes.
@@ -134,13 +167,23 @@ async fn install(home: &Home, file: &Path, name: Option<&str>, force: bool) -> R
         installed.size,
         installed.sha256
     );
-    println!("it imports:");
-    for import in &imports {
-        println!("  {import}");
-    }
-    println!("\nTo use it, add this to your config and read what it asks for before enabling:\n");
+    print_abilities(&imports);
+    println!(
+        "The snippet below grants nothing: no directory, no connection, no environment \
+         variable, default limits (64 MiB, 200 ms). Add grants only for what its author says \
+         it needs, then set enabled = true.\n"
+    );
     print!("{}", registry::config_snippet(&installed.name));
     Ok(())
+}
+
+/// What the plugin will be able to do once enabled, in words, then its imports.
+fn print_abilities(imports: &[String]) {
+    println!("  once enabled it can:");
+    for ability in nightcrow_plugin_host::abilities(imports) {
+        println!("    - {ability}");
+    }
+    println!("  (imports: {})", imports.join(", "));
 }
 
 async fn list(home: &Home) -> Result<(), String> {
@@ -162,7 +205,7 @@ async fn list(home: &Home) -> Result<(), String> {
             plugin.name, plugin.size, plugin.sha256
         );
         match runtime.check(&PluginSource::Path(plugin.path)).await {
-            Ok(imports) => println!("  imports: {}", imports.join(", ")),
+            Ok(imports) => print_abilities(&imports),
             Err(error) => println!("  refused by the import audit: {error}"),
         }
     }
@@ -237,26 +280,56 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-async fn run_plugin(args: RunArgs) -> Result<(), String> {
-    let runtime_dir = std::env::temp_dir().join("nightcrow-plugin-run");
-    let spec = PluginSpec {
-        name: args.file.clone(),
-        runtime: if args.native {
-            RuntimeKind::Native
-        } else {
-            RuntimeKind::Wasm
-        },
-        source: source(&args.file)?,
-        args: args.args,
-        env: args.env,
-        runtime_dir,
-        sandbox: Sandbox {
-            read_dirs: args.read_dirs,
-            connect: args.connect,
-            memory_mib: args.memory_mib,
-            cpu_slice_ms: args.cpu_slice_ms,
-        },
+impl PluginArgs {
+    fn spec(self) -> Result<PluginSpec, String> {
+        Ok(PluginSpec {
+            name: self.file.clone(),
+            runtime: if self.native {
+                RuntimeKind::Native
+            } else {
+                RuntimeKind::Wasm
+            },
+            source: source(&self.file)?,
+            args: self.args,
+            env: self.env,
+            runtime_dir: std::env::temp_dir().join("nightcrow-plugin-run"),
+            sandbox: Sandbox {
+                read_dirs: self.read_dirs,
+                connect: self.connect,
+                memory_mib: self.memory_mib,
+                cpu_slice_ms: self.cpu_slice_ms,
+            },
+        })
+    }
+}
+
+async fn test_plugin(args: TestArgs) -> Result<(), String> {
+    let spec = args.plugin.spec()?;
+    let options = nightcrow_conformance::Options {
+        idle_window: std::time::Duration::from_millis(args.idle_window_ms),
+        ..nightcrow_conformance::Options::default()
     };
+    let report = nightcrow_conformance::check(&runtime()?, &spec, &options).await;
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        println!("{json}");
+    } else {
+        print!("{}", report.to_text());
+    }
+    if report.passed() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: {} of {} conformance checks failed",
+            spec.name,
+            report.failed().len(),
+            report.verdicts.len()
+        ))
+    }
+}
+
+async fn run_plugin(args: PluginArgs) -> Result<(), String> {
+    let spec = args.spec()?;
     let mut plugin = runtime()?
         .start(&spec)
         .await

@@ -61,3 +61,22 @@ fn help_lists_attach_and_attach_needs_a_terminal() {
     assert!(String::from_utf8_lossy(&attach.stderr).contains("attach needs a terminal"));
     assert!(!home.path().join("daemon.lock").exists());
 }
+
+#[test]
+fn plugin_help_lists_every_plugin_command() {
+    let home = tempfile::tempdir().unwrap();
+    let help = nightcrow(home.path(), &["plugin", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for command in ["install", "list", "remove", "check", "run", "test", "new"] {
+        assert!(
+            help.contains(&format!("\n  {command} ")),
+            "{command}: {help}"
+        );
+    }
+    let test = nightcrow(home.path(), &["plugin", "test", "--help"]);
+    let test = String::from_utf8_lossy(&test.stdout);
+    assert!(
+        test.contains("--json") && test.contains("--native"),
+        "{test}"
+    );
+}

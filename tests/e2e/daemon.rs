@@ -11,6 +11,7 @@ use nightcrow_daemon::client::Connection;
 use nightcrow_daemon::frame::WireFrame;
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_test_plugin_artifacts as guests;
+
 use serde_json::{Value, json};
 
 use crate::util::nightcrow;
@@ -463,4 +464,57 @@ fn the_demo_shows_a_usage_limit_recovery_and_exits_0() {
     ] {
         assert!(stdout.contains(step), "missing {step:?} in:\n{stdout}");
     }
+}
+
+/// The examples as a user runs them: installed with `plugin install`, enabled with only the
+/// grants their READMEs ask for (none), in a daemon; what they say reaches a client — the
+/// Python example's status, the Rust example's attention.
+#[test]
+fn the_example_plugins_installed_and_enabled_reach_a_client() {
+    let home = tempfile::tempdir().unwrap();
+    for (file, name) in [
+        (
+            nightcrow_example_artifacts::PYTHON_STATUS_WASM,
+            "python-status",
+        ),
+        (
+            nightcrow_example_artifacts::REGEX_ATTENTION_WASM,
+            "regex-attention",
+        ),
+    ] {
+        let installed = nightcrow(home.path())
+            .args(["plugin", "install", file])
+            .output()
+            .unwrap();
+        assert!(installed.status.success(), "{installed:?}");
+        assert!(
+            text(&installed.stdout).contains(&format!("as `{name}`")),
+            "{installed:?}"
+        );
+    }
+    let config = "[[plugin]]\nname = \"python-status\"\ncommand = \"python-status\"\nenabled = true\n\n\
+                  [[plugin]]\nname = \"regex-attention\"\ncommand = \"regex-attention\"\n\
+                  enabled = true\nargs = [\"(?i)usage limit\"]\n\n\
+                  [[startup_command]]\nname = \"status\"\ncommand = \"echo building-$((6*7)); sleep 60\"\n\
+                  plugin = \"python-status\"\n\n\
+                  [[startup_command]]\nname = \"limit\"\n\
+                  command = \"sleep 1; echo You hit your usage limit; sleep 60\"\nplugin = \"regex-attention\"\n";
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let daemon = TestDaemon::start_in(home);
+    let repo = tempfile::tempdir().unwrap();
+    let client_home = Home::new(daemon.home().to_owned());
+    tokio_runtime().block_on(async {
+        let mut connection = Connection::open(&client_home).await.unwrap();
+        attach(&mut connection, repo.path()).await;
+        let mut output = String::new();
+        let status = until(&mut connection, &mut output, |m, _| {
+            m["type"] == "recovery" && m["state"] == "working"
+        })
+        .await;
+        assert_eq!(status["detail"], "building-42", "{status}");
+        until(&mut connection, &mut output, |m, _| {
+            m["type"] == "attention"
+        })
+        .await;
+    });
 }

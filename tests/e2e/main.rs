@@ -3,6 +3,8 @@
 //!
 //! - [`cache`]: the compilation cache across starts and daemon restarts, and its owner check.
 //! - [`cli`]: the binary's commands, run as a real process in a temporary `NIGHTCROW_HOME`.
+//! - [`conformance`]: `nightcrow plugin test` on the bundled plugin, the examples and every
+//!   guest of `tests/plugins`: the good ones pass, each hostile one fails the rule it breaks.
 //! - [`daemon`]: the daemon as a real process: one per home, 0600 socket, `kill -9` and
 //!   the stale socket, a socket client attaching twice, config errors, reload, the demo.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
@@ -26,6 +28,7 @@
 
 mod cache;
 mod cli;
+mod conformance;
 mod daemon;
 mod hostile;
 mod plugin_cli;

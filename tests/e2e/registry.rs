@@ -78,6 +78,15 @@ fn install_records_the_hash_prints_a_disabled_snippet_and_the_snippet_loads() {
         "{list}"
     );
     assert!(list.contains("imports: "), "{list}");
+    // Install and list say the same, in words, of what it can do once enabled.
+    for said in [&text, &list] {
+        assert!(said.contains("once enabled it can:"), "{said}");
+        assert!(said.contains("- talk to nightcrow: "), "{said}");
+        // The echo guest imports no filesystem or socket interface, so none is claimed.
+        assert!(!said.contains("read files"), "{said}");
+        assert!(!said.contains("TCP"), "{said}");
+    }
+    assert!(text.contains("The snippet below grants nothing"), "{text}");
 
     // Same name again: refused without --force, replaced with it.
     let again = run(

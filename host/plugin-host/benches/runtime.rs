@@ -2,6 +2,10 @@
 //! the same guest built natively, in the same run, printed as a table with wasm/native
 //! ratios. Native is the baseline: it is what a plugin costs without a sandbox.
 //!
+//! A second table compares plugins by language: the bundled recovery plugin and the Rust
+//! example against the Python example (componentize-py): file size, cold and warm start,
+//! and resident memory per idle instance.
+//!
 //! `cargo bench -p nightcrow-plugin-host --bench runtime` measures; `-- --quick` (what
 //! `.ci/run` uses, through `cargo test --bench runtime`) runs every step with tiny counts to
 //! prove the benchmark works, and its numbers mean nothing.
@@ -10,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nightcrow_plugin_host::{
-    Plugin, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+    Plugin, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox, Usage,
 };
 use nightcrow_protocol::{Command, Event, Token};
 use nightcrow_test_plugin_artifacts::{COMMAND_FLOOD, ECHO, Guest};
@@ -22,6 +26,8 @@ struct Counts {
     starts: usize,
     idle_instances: usize,
     idle_window: Duration,
+    /// Starts per language plugin and instances kept idle for its memory reading.
+    language_rounds: usize,
 }
 
 const FULL: Counts = Counts {
@@ -30,6 +36,7 @@ const FULL: Counts = Counts {
     starts: 20,
     idle_instances: 100,
     idle_window: Duration::from_secs(3),
+    language_rounds: 5,
 };
 
 const QUICK: Counts = Counts {
@@ -38,6 +45,7 @@ const QUICK: Counts = Counts {
     starts: 2,
     idle_instances: 3,
     idle_window: Duration::from_millis(100),
+    language_rounds: 1,
 };
 
 const KINDS: [RuntimeKind; 2] = [RuntimeKind::Wasm, RuntimeKind::Native];
@@ -52,6 +60,128 @@ fn main() {
     let scratch = tempfile::tempdir().expect("temporary directory");
     let rows = tokio.block_on(measure(&counts, scratch.path()));
     print_table(&rows, quick);
+    let languages = tokio.block_on(languages(&counts, scratch.path()));
+    print_languages(&languages);
+}
+
+/// One plugin of the by-language table.
+struct Language {
+    plugin: &'static str,
+    kib: f64,
+    cold_ms: f64,
+    warm_ms: f64,
+    idle_rss_kib: f64,
+}
+
+/// The plugins compared by language, measured the same way: a start is `start` to a clean
+/// exit after `pane_opened` and `shutdown` (so the guest's own runtime has initialised and
+/// read its input); cold over an empty cache directory, warm from a fresh runtime over the
+/// filled one. Memory: `language_rounds` instances that each took a `pane_opened`.
+async fn languages(counts: &Counts, scratch: &Path) -> Vec<Language> {
+    let read = |path: &str| std::fs::read(path).expect("the example is built");
+    let plugins = [
+        (
+            "nightcrow-recovery (Rust, bundled)",
+            nightcrow_builtin::lookup("builtin:nightcrow-recovery")
+                .expect("bundled")
+                .to_vec(),
+        ),
+        (
+            "regex-attention (Rust example)",
+            read(nightcrow_example_artifacts::REGEX_ATTENTION_WASM),
+        ),
+        (
+            "python-status (Python example)",
+            read(nightcrow_example_artifacts::PYTHON_STATUS_WASM),
+        ),
+    ];
+    let mut measured = Vec::new();
+    for (plugin, bytes) in plugins {
+        let source = PluginSource::Builtin {
+            name: plugin.to_owned(),
+            bytes: bytes.clone().into(),
+        };
+        let spec = spec_of(plugin, source, RuntimeKind::Wasm, &[]);
+        let (mut cold, mut warm) = (Vec::new(), Vec::new());
+        for round in 0..counts.language_rounds {
+            let cache_dir = scratch.join(format!("language-{}-{round}", measured.len()));
+            for samples in [&mut cold, &mut warm] {
+                let runtime = PluginRuntime::new(RuntimeConfig {
+                    cache_dir: Some(cache_dir.clone()),
+                })
+                .expect("runtime");
+                let began = Instant::now();
+                let plugin = start(&runtime, &spec).await;
+                opened_then_stopped(plugin).await;
+                samples.push(began.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let runtime = PluginRuntime::new(RuntimeConfig {
+            cache_dir: Some(scratch.join(format!("language-{}-0", measured.len()))),
+        })
+        .expect("runtime");
+        opened_then_stopped(start(&runtime, &spec).await).await;
+        let before = usage();
+        let mut idle = Vec::new();
+        for _ in 0..counts.language_rounds {
+            let plugin = start(&runtime, &spec).await;
+            plugin.send(pane_opened());
+            idle.push(plugin);
+        }
+        tokio::time::sleep(counts.idle_window).await;
+        let loaded = usage();
+        for plugin in &idle {
+            plugin.shutdown().await;
+        }
+        measured.push(Language {
+            plugin,
+            kib: bytes.len() as f64 / 1024.0,
+            cold_ms: percentile(&cold, 0.5),
+            warm_ms: percentile(&warm, 0.5),
+            idle_rss_kib: loaded.rss_kib.saturating_sub(before.rss_kib) as f64
+                / counts.language_rounds as f64,
+        });
+    }
+    measured
+}
+
+fn pane_opened() -> Event {
+    Event::PaneOpened {
+        token: Token::from_bytes([7; 16]),
+        generation: 1,
+        title: None,
+        command: Some("codex".to_owned()),
+        cwd: "/tmp".to_owned(),
+    }
+}
+
+async fn opened_then_stopped(mut plugin: Plugin) {
+    plugin.send(pane_opened());
+    plugin.begin_shutdown();
+    while plugin.recv().await.is_some() {}
+    let (cause, requested) = plugin.ended().await;
+    assert!(requested, "{} ended by itself: {cause}", plugin.name());
+}
+
+fn print_languages(languages: &[Language]) {
+    println!(
+        "\n| {:<36} | {:>9} | {:>13} | {:>13} | {:>18} |",
+        "plugin", "size KiB", "cold start ms", "warm start ms", "idle RSS/inst. KiB"
+    );
+    println!(
+        "|{:-<38}|{:->11}|{:->15}|{:->15}|{:->20}|",
+        "", "", "", "", ""
+    );
+    for language in languages {
+        println!(
+            "| {:<36} | {:>9.0} | {:>13.1} | {:>13.1} | {:>18.0} |",
+            language.plugin,
+            language.kib,
+            language.cold_ms,
+            language.warm_ms,
+            language.idle_rss_kib
+        );
+    }
 }
 
 /// One line of the table: a figure for wasm and for native.
@@ -115,10 +245,15 @@ fn spec(name: &str, guest: Guest, kind: RuntimeKind, args: &[String]) -> PluginS
         RuntimeKind::Wasm => guest.wasm,
         RuntimeKind::Native => guest.native.expect("the benchmark's guests build natively"),
     };
+    spec_of(name, PluginSource::Path(PathBuf::from(path)), kind, args)
+}
+
+/// A spec with no grants and default limits.
+fn spec_of(name: &str, source: PluginSource, kind: RuntimeKind, args: &[String]) -> PluginSpec {
     PluginSpec {
         name: name.to_owned(),
         runtime: kind,
-        source: PluginSource::Path(PathBuf::from(path)),
+        source,
         args: args.to_vec(),
         env: Vec::new(),
         runtime_dir: std::env::temp_dir().join("nightcrow-bench"),
@@ -221,84 +356,27 @@ async fn idle(runtime: &PluginRuntime, kind: RuntimeKind, counts: &Counts) -> (f
     // One instance first, so that compiling and the runtime's own start are not counted.
     let mut warmup = start(runtime, &spec).await;
     first_answer(&mut warmup).await;
-    let before = Usage::now();
+    let before = usage();
     let mut plugins = Vec::with_capacity(counts.idle_instances);
     for _ in 0..counts.idle_instances {
         let mut plugin = start(runtime, &spec).await;
         first_answer(&mut plugin).await;
         plugins.push(plugin);
     }
-    let loaded = Usage::now();
+    let loaded = usage();
     tokio::time::sleep(counts.idle_window).await;
-    let after = Usage::now();
+    let after = usage();
     for plugin in plugins.iter().chain([&warmup]) {
         plugin.shutdown().await;
     }
     let instances = counts.idle_instances as f64;
     let rss_kib = loaded.rss_kib.saturating_sub(before.rss_kib) as f64 / instances;
-    let cpu = (after.cpu_secs - loaded.cpu_secs) / counts.idle_window.as_secs_f64();
-    (rss_kib, 100.0 * cpu / instances)
+    let cpu = after.cpu_percent_since(&loaded, counts.idle_window.as_secs_f64());
+    (rss_kib, cpu / instances)
 }
 
-/// Resident memory and CPU time of this process plus its children (the native guests).
-struct Usage {
-    rss_kib: u64,
-    cpu_secs: f64,
-}
-
-impl Usage {
-    fn now() -> Usage {
-        let mut usage = Usage {
-            rss_kib: 0,
-            cpu_secs: 0.0,
-        };
-        let me = std::process::id();
-        for pid in std::iter::once(me).chain(children_of(me)) {
-            let dir = PathBuf::from(format!("/proc/{pid}"));
-            usage.rss_kib += rss_kib(&dir).unwrap_or(0);
-            usage.cpu_secs += cpu_secs(&dir).unwrap_or(0.0);
-        }
-        usage
-    }
-}
-
-fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            stat_fields(&PathBuf::from(format!("/proc/{pid}")))
-                .is_some_and(|f| f.get(1).and_then(|ppid| ppid.parse().ok()) == Some(parent))
-        })
-        .collect()
-}
-
-/// The fields of `/proc/PID/stat` after the command name, from `state` on.
-fn stat_fields(dir: &Path) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-fn cpu_secs(dir: &Path) -> Option<f64> {
-    let fields = stat_fields(dir)?;
-    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
-}
-
-fn rss_kib(dir: &Path) -> Option<u64> {
-    let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
+fn usage() -> Usage {
+    Usage::now().expect("the benchmark reads /proc (Linux)")
 }
 
 fn percentile(samples: &[f64], at: f64) -> f64 {

@@ -37,6 +37,90 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:sockets/ip-name-lookup",
 ];
 
+/// What importing each group of the world lets a plugin do, in a user's words, and what it
+/// can reach with no grants. Every allowed interface falls in exactly one group (a test
+/// checks it), so [`abilities`] never leaves an import unexplained.
+const ABILITIES: &[(&[&str], &str)] = &[
+    (
+        &[
+            "wasi:cli/stdin",
+            "wasi:cli/stdout",
+            "wasi:cli/stderr",
+            "wasi:io/streams",
+            "wasi:io/error",
+            "wasi:io/poll",
+            "wasi:cli/exit",
+        ],
+        "talk to nightcrow: read pane events and send requests, which the guard judges",
+    ),
+    (
+        &["wasi:cli/environment"],
+        "read its arguments and the variables of its [plugin.env] (none by default; nothing of yours is inherited)",
+    ),
+    (
+        &[
+            "wasi:cli/terminal-input",
+            "wasi:cli/terminal-output",
+            "wasi:cli/terminal-stdin",
+            "wasi:cli/terminal-stdout",
+            "wasi:cli/terminal-stderr",
+        ],
+        "ask whether it runs in a terminal (it never does)",
+    ),
+    (
+        &["wasi:clocks/monotonic-clock", "wasi:clocks/wall-clock"],
+        "read the time and wait for deadlines",
+    ),
+    (
+        &[
+            "wasi:random/random",
+            "wasi:random/insecure",
+            "wasi:random/insecure-seed",
+        ],
+        "get random numbers",
+    ),
+    (
+        &["wasi:filesystem/types", "wasi:filesystem/preopens"],
+        "read files, only in the directories its read_dirs grant lists (none by default; never write)",
+    ),
+    (
+        &[
+            "wasi:sockets/network",
+            "wasi:sockets/instance-network",
+            "wasi:sockets/tcp",
+            "wasi:sockets/tcp-create-socket",
+        ],
+        "open TCP connections, only to the loopback addresses its connect grant lists (none by default)",
+    ),
+    (
+        &[
+            "wasi:sockets/udp",
+            "wasi:sockets/udp-create-socket",
+            "wasi:sockets/ip-name-lookup",
+        ],
+        "nothing with UDP or name lookup: linked for toolchains that import them, every call is refused",
+    ),
+];
+
+/// What a plugin with these imports will be able to do once enabled, one sentence per
+/// group of the world it imports, in the world's order. A wasip1 module's imports are one
+/// module, which may use everything its preview-1 adapter maps to the same groups.
+pub fn abilities(imports: &[String]) -> Vec<&'static str> {
+    let interfaces: Vec<&str> = if imports.iter().any(|i| i.starts_with(WASIP1_MODULE)) {
+        ALLOWED_IMPORTS.to_vec()
+    } else {
+        imports
+            .iter()
+            .filter_map(|import| import.split_once('@').map(|(name, _)| name))
+            .collect()
+    };
+    ABILITIES
+        .iter()
+        .filter(|(group, _)| group.iter().any(|name| interfaces.contains(name)))
+        .map(|(_, words)| *words)
+        .collect()
+}
+
 /// The only import module a wasip1 core module may use.
 pub const WASIP1_MODULE: &str = "wasi_snapshot_preview1";
 
@@ -103,6 +187,20 @@ mod tests {
         in_world.sort_unstable();
         ours.sort_unstable();
         assert_eq!(ours, in_world);
+    }
+
+    #[test]
+    fn every_allowed_import_is_explained_once() {
+        for import in ALLOWED_IMPORTS {
+            let groups = ABILITIES
+                .iter()
+                .filter(|(group, _)| group.contains(import))
+                .count();
+            assert_eq!(groups, 1, "{import}");
+        }
+        let only_stdio = abilities(&["wasi:cli/stdin@0.2.6".to_owned()]);
+        assert_eq!(only_stdio.len(), 1);
+        assert!(only_stdio[0].starts_with("talk to nightcrow"));
     }
 
     #[track_caller]

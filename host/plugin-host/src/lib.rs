@@ -48,19 +48,24 @@ mod runtime;
 mod sniff;
 mod spec;
 mod supervisor;
+mod usage;
 mod wasm;
 
 use std::path::PathBuf;
 
-pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, import_allowed};
+pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, abilities, import_allowed};
 pub use engine::{CacheStats, RuntimeConfig, RuntimeError};
 pub use limits::{EPOCH_TICK, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 pub use nightcrow_guard::ConnectRuleError;
-pub use plugin::{Health, INBOUND_QUEUE, OUTBOUND_QUEUE, Plugin, PluginState, SHUTDOWN_GRACE};
+pub use plugin::{
+    Health, INBOUND_QUEUE, KEPT_REJECTIONS, OUTBOUND_QUEUE, Plugin, PluginState, Rejection,
+    SHUTDOWN_GRACE,
+};
 pub use process::{BoxFuture, ExitCause, Launched, PluginProcess};
 pub use runtime::PluginRuntime;
 pub use spec::{ConnectRule, PluginSource, PluginSpec, RuntimeKind, Sandbox};
 pub use supervisor::{Backoff, Decision, Lifecycle, RestartPolicy, Supervised, Supervisor};
+pub use usage::Usage;
 pub use wasm::PIPE_BYTES;
 
 /// The variable that tells a plugin its runtime dir (SPEC §5.4); always set, last.

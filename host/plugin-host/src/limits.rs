@@ -16,8 +16,11 @@ use crate::spec::Sandbox;
 
 /// How often the shared engine's epoch advances; the unit of `cpu_slice_ms`.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// Core instances a store may hold; a Rust p2 command needs 3.
-pub const MAX_INSTANCES: usize = 8;
+/// Core instances a store may hold. A Rust p2 command needs 3; a Python plugin built by
+/// componentize-py 0.25 (its interpreter, libc and their shims as separate modules) needs
+/// 14. Instances are fixed by the component, never grown at run time, so this bounds
+/// nothing a plugin could inflate; memory is bounded by `memory_mib` and [`MAX_MEMORIES`].
+pub const MAX_INSTANCES: usize = 16;
 /// Tables and memories a store may hold.
 pub const MAX_TABLES: usize = 8;
 /// Linear memories a store may hold.

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use nightcrow_protocol::{
-    AsyncLines, Command, Event, LineItem, MAX_LINE_BYTES, MAX_LOG_MESSAGE_BYTES, decode_command,
-    encode_event,
+    AsyncLines, Command, DecodeError, Event, LineItem, MAX_LINE_BYTES, MAX_LOG_MESSAGE_BYTES,
+    decode_command, encode_event,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -25,6 +25,23 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 /// After a guest closes stdout, how long its exit may take to arrive before the closed
 /// stdout itself is the cause (a guest that ends closes stdout a moment before it is reaped).
 const EXIT_AFTER_STDOUT_EOF: Duration = Duration::from_millis(100);
+/// Rejected lines whose reason [`Health::rejections`] keeps (the first ones: they explain the
+/// rest, and a flood of bad lines must not grow the record).
+pub const KEPT_REJECTIONS: usize = 4;
+
+/// Why one line a plugin wrote did not become a command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// It was a complete UTF-8 line that `decode_command` refused (shape, version, bounds).
+    #[error("{0}")]
+    Decode(DecodeError),
+    /// It was longer than the line cap and was discarded whole.
+    #[error("line longer than {cap} bytes, discarded whole")]
+    TooLong { cap: usize },
+    /// It was not UTF-8.
+    #[error("{len}-byte line is not UTF-8")]
+    NotUtf8 { len: usize },
+}
 
 /// Where an instance is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +68,8 @@ pub struct Health {
     pub dropped_events: u64,
     /// Plugin lines that did not become commands (too long, not UTF-8, bad shape, version).
     pub rejected_lines: u64,
+    /// Why the first [`KEPT_REJECTIONS`] of them were rejected.
+    pub rejections: Vec<Rejection>,
     /// Lines the plugin wrote to stderr.
     pub stderr_lines: u64,
     /// Decoded commands waiting for the hub.
@@ -62,6 +81,7 @@ struct Counters {
     dropped_events: AtomicU64,
     rejected_lines: AtomicU64,
     stderr_lines: AtomicU64,
+    rejections: std::sync::Mutex<Vec<Rejection>>,
 }
 
 /// One running plugin instance. Dropping it runs the shutdown sequence in the background.
@@ -169,6 +189,11 @@ impl Plugin {
         self.inbound.recv().await
     }
 
+    /// Events queued for the plugin and not yet written to its stdin.
+    pub fn queued_events(&self) -> usize {
+        self.outbound.max_capacity() - self.outbound.capacity()
+    }
+
     /// Events dropped so far (queue full, or sent while stopping).
     pub fn dropped_events(&self) -> u64 {
         self.counters.dropped_events.load(Ordering::Relaxed)
@@ -180,6 +205,12 @@ impl Plugin {
             state: self.state.borrow().clone(),
             dropped_events: self.dropped_events(),
             rejected_lines: self.counters.rejected_lines.load(Ordering::Relaxed),
+            rejections: self
+                .counters
+                .rejections
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone(),
             stderr_lines: self.counters.stderr_lines.load(Ordering::Relaxed),
             queued_commands: self.inbound.len(),
         }
@@ -296,10 +327,17 @@ async fn read_commands(
 ) {
     let mut lines = AsyncLines::new(stdout, MAX_LINE_BYTES);
     let mut limit = RateLimit::per_second();
-    let mut reject = |reason: String| {
+    let mut reject = |reason: Rejection| {
         let total = counters.rejected_lines.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(suppressed) = limit.admit(Instant::now()) {
             tracing::warn!(plugin = %name, rejected_total = total, suppressed, "plugin line dropped: {reason}");
+        }
+        let mut kept = counters
+            .rejections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if kept.len() < KEPT_REJECTIONS {
+            kept.push(reason);
         }
     };
     loop {
@@ -311,12 +349,10 @@ async fn read_commands(
                         break;
                     }
                 }
-                Err(error) => reject(error.to_string()),
+                Err(error) => reject(Rejection::Decode(error)),
             },
-            Ok(Some(LineItem::TooLong { cap })) => {
-                reject(format!("line longer than {cap} bytes, discarded whole"));
-            }
-            Ok(Some(LineItem::NotUtf8 { len })) => reject(format!("{len}-byte line is not UTF-8")),
+            Ok(Some(LineItem::TooLong { cap })) => reject(Rejection::TooLong { cap }),
+            Ok(Some(LineItem::NotUtf8 { len })) => reject(Rejection::NotUtf8 { len }),
             Ok(None) => break,
             Err(error) => {
                 tracing::warn!(plugin = %name, %error, "reading plugin stdout failed");
