@@ -43,7 +43,7 @@ class Pane {
     this.recovery = null;
     this.unread = false;
     this.element = document.createElement("div");
-    this.element.className = "terminal";
+    this.element.className = "pane-view";
     $("terminals").append(this.element);
     this.term = new Terminal({
       theme: THEME,
@@ -190,7 +190,7 @@ function onMessage(message) {
       break;
     }
     case "created": {
-      const pane = addPane(message.pane, message.title, true);
+      const pane = addPane(message.pane, message.title || "shell", true);
       pane.term.resize(message.cols, message.rows);
       if (state.wantNewPane || state.active === null || state.keep === message.pane) {
         state.wantNewPane = false;

@@ -36,7 +36,8 @@ const SECURITY_HEADERS: &[(&str, &str)] = &[
     ),
     ("x-frame-options", "DENY"),
     ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
+    // Not `no-referrer`: with it Chromium sends `Origin: null` on the login form.
+    ("referrer-policy", "same-origin"),
     ("cache-control", "no-store"),
 ];
 
