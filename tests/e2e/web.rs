@@ -170,7 +170,7 @@ impl Web {
     fn browser(&self) -> Browser {
         let mut browser = Browser::start(1100, 700);
         browser.goto(&self.url("/login"));
-        log_in_through_the_form(&mut browser, PASSWORD);
+        browser.submit_login(PASSWORD);
         browser.goto(&self.page);
         browser.wait_for(
             "the connection",
@@ -204,17 +204,6 @@ fn next_message(socket: &mut RawSocket) -> Value {
             other => panic!("unexpected {other:?}"),
         }
     }
-}
-
-fn log_in_through_the_form(browser: &mut Browser, password: &str) {
-    browser.eval(&format!(
-        "document.querySelector('.refusal').textContent = ''; document.getElementById('password').value = {}; document.querySelector('form').submit(); true",
-        json!(password)
-    ));
-    browser.wait_for(
-        "the login's answer",
-        "document.readyState === 'complete' && (location.pathname === '/' || !!(document.querySelector('.refusal') || {}).textContent)",
-    );
 }
 
 /// The lines of the pane's xterm.js buffer (scrollback included), trailing blanks cut.
@@ -286,10 +275,10 @@ fn only_a_session_from_this_origin_gets_in_and_bad_messages_do_not_end_it() {
     // session cookie is out of the page's reach.
     let mut browser = Browser::start(1000, 700);
     browser.goto(&web.url("/login"));
-    log_in_through_the_form(&mut browser, "not the password");
+    browser.submit_login("not the password");
     let refusal = browser.eval("document.querySelector('.refusal').textContent");
     assert_eq!(refusal, json!("Wrong password."));
-    log_in_through_the_form(&mut browser, PASSWORD);
+    browser.submit_login(PASSWORD);
     browser.wait_for("the terminal page", "!!document.getElementById('tabs')");
     assert_eq!(browser.eval("document.cookie"), json!(""));
     drop(browser);

@@ -142,6 +142,22 @@ impl Browser {
         self.wait_for("the page to load", "document.readyState === 'complete'");
     }
 
+    /// Fills in and submits nightcrow's login form (the page must be `/login`), then waits
+    /// for the answer: the terminal page, or the login page saying why not.
+    pub fn submit_login(&mut self, password: &str) {
+        self.eval(&format!(
+            "document.querySelector('.refusal').textContent = ''; \
+             document.getElementById('password').value = {}; \
+             document.querySelector('form').submit(); true",
+            json!(password)
+        ));
+        self.wait_for(
+            "the login's answer",
+            "document.readyState === 'complete' && (location.pathname === '/' || \
+             !!(document.querySelector('.refusal') || {}).textContent)",
+        );
+    }
+
     /// The value of a JavaScript expression (promises awaited); exceptions panic.
     pub fn eval(&mut self, expression: &str) -> Value {
         let result = self.call(
@@ -154,9 +170,15 @@ impl Browser {
         result["result"]["value"].clone()
     }
 
-    /// Polls `expression` until it is truthy (for up to `CALL_PATIENCE`); returns its value.
+    /// Polls `expression` until it is truthy (for up to a minute); returns its value.
     #[track_caller]
     pub fn wait_for(&mut self, what: &str, expression: &str) -> Value {
+        self.wait_within(CALL_PATIENCE, what, expression)
+    }
+
+    /// Polls `expression` every 20 ms until it is truthy; panics after `patience`.
+    #[track_caller]
+    pub fn wait_within(&mut self, patience: Duration, what: &str, expression: &str) -> Value {
         let started = Instant::now();
         loop {
             let value = self.eval(expression);
@@ -166,14 +188,14 @@ impl Browser {
             if truthy {
                 return value;
             }
-            if started.elapsed() > CALL_PATIENCE {
+            if started.elapsed() > patience {
                 let page = self.eval("location.href + '\\n' + (document.body ? document.body.innerText.slice(0, 2000) : '')");
                 panic!(
                     "timed out waiting for {what} ({expression}); the page:\n{}",
                     page.as_str().unwrap_or_default()
                 );
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
