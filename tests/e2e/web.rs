@@ -483,3 +483,35 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     let status = String::from_utf8_lossy(&status.stdout);
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
 }
+
+#[test]
+fn without_a_password_the_web_client_does_not_start_and_says_how_to_set_one() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("{PLAIN_SHELL}[web]\nport = 0\n"),
+    )
+    .unwrap();
+    let started = nightcrow(home.path())
+        .arg("web")
+        .arg(repo.path())
+        .output()
+        .unwrap();
+    let _ = nightcrow(home.path()).arg("stop").output();
+    let stderr = String::from_utf8_lossy(&started.stderr);
+    assert!(!started.status.success(), "{started:?}");
+    assert!(stderr.contains("nightcrow web passwd"), "{stderr}");
+    // A short password is refused and nothing is written.
+    let mut passwd = nightcrow(home.path())
+        .args(["web", "passwd"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(passwd.stdin.take().unwrap(), "short").unwrap();
+    let passwd = passwd.wait_with_output().unwrap();
+    assert!(!passwd.status.success(), "{passwd:?}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(!config.contains("password_hash"), "{config}");
+}
