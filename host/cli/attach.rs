@@ -23,15 +23,7 @@ pub fn run(
             "attach needs a terminal: stdout is not one".to_owned(),
         ));
     }
-    let start = match dir {
-        Some(dir) => {
-            std::path::absolute(dir).map_err(|e| other(format!("{}: {e}", dir.display())))?
-        }
-        None => {
-            std::env::current_dir().map_err(|e| other(format!("the current directory: {e}")))?
-        }
-    };
-    let repo = repository_root(&start);
+    let repo = repository_root(&start_dir(dir)?);
     let tokio = crate::daemon::tokio()?;
     if tokio.block_on(Connection::open(home)).is_err() {
         crate::daemon::background(home, config, false)?;
@@ -95,9 +87,18 @@ pub fn run(
     }
 }
 
+/// `dir` made absolute, or the current directory.
+pub(crate) fn start_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
+    let other = |message: String| Failure::Other(message);
+    match dir {
+        Some(dir) => std::path::absolute(dir).map_err(|e| other(format!("{}: {e}", dir.display()))),
+        None => std::env::current_dir().map_err(|e| other(format!("the current directory: {e}"))),
+    }
+}
+
 /// The repository `dir` is in: the nearest folder up from it holding `.git` (a folder, or
 /// a file in a worktree); `dir` itself when there is none.
-fn repository_root(dir: &Path) -> PathBuf {
+pub(crate) fn repository_root(dir: &Path) -> PathBuf {
     dir.ancestors()
         .find(|folder| folder.join(".git").exists())
         .unwrap_or(dir)

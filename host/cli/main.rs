@@ -7,6 +7,7 @@ mod daemon;
 mod demo;
 mod new;
 mod plugin;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -85,6 +86,24 @@ enum Action {
     /// Install, list, remove, check, run, test or start writing plugins.
     #[command(subcommand)]
     Plugin(plugin::PluginAction),
+    /// The repository's panes in a browser: starts the web client in the daemon (a daemon
+    /// is started if none runs) and prints its address, 127.0.0.1:8091 unless `[web]`
+    /// says otherwise. Set a password first with `nightcrow web passwd`.
+    #[command(args_conflicts_with_subcommands = true)]
+    Web {
+        #[command(subcommand)]
+        action: Option<WebAction>,
+        /// A folder in the repository to show (default: the current one).
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WebAction {
+    /// Set the web client's password: asked twice without echo at a terminal, else read as
+    /// one line from stdin. Only its Argon2id hash is written, into `[web] password_hash`
+    /// of the config; a running daemon takes it at once.
+    Passwd,
 }
 
 /// Why a command failed; decides the exit code.
@@ -126,6 +145,19 @@ fn main() -> ExitCode {
                 plugin::run(action, config.as_ref(), &home).map_err(Failure::Other)
             })
         }
+        Some(Action::Web {
+            action: Some(WebAction::Passwd),
+            ..
+        }) => home().and_then(|home| {
+            let path = config_path(cli.config.as_deref())?;
+            web::passwd(&home, &path, &user_home()?)
+        }),
+        Some(Action::Web { action: None, dir }) => home().and_then(|home| {
+            load_config(cli.config.as_deref())?;
+            let config = cli.config.as_deref().map(std::path::absolute).transpose();
+            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
+            web::run(&home, dir.as_deref(), config.as_deref())
+        }),
         Some(Action::Open { dir }) => home().and_then(|home| daemon::open(&home, &dir)),
         Some(Action::Status) => home().and_then(|home| daemon::status(&home)),
         Some(Action::Reload) => home().and_then(|home| daemon::reload(&home)),
@@ -222,13 +254,20 @@ fn init(path: &Path, force: bool) -> Result<(), String> {
         std::fs::create_dir_all(folder)
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
     }
-    // Written whole or not at all: a temp file beside it, then a rename.
-    let temp = path.with_extension("toml.tmp");
-    write_private(&temp, nightcrow_config::STARTER_CONFIG)
-        .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_atomically(path, nightcrow_config::STARTER_CONFIG).map_err(|failure| match failure {
+        Failure::Config(message) | Failure::Other(message) => message,
+    })?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// Writes the config file whole or not at all: a private temp file beside it, then a
+/// rename.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let temp = path.with_extension("toml.tmp");
+    write_private(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .map_err(|e| Failure::Other(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Creates `path` readable by its owner only: the config may hold the web password hash.

@@ -7,6 +7,9 @@
 //!   marker is on the screen it draws).
 //! - **Keystroke to echo**: one key in, the time until its echo comes back, on a raw socket
 //!   client (an output frame with the letter) and through the TUI (the letter on screen).
+//! - **The web client** ([`web_client`]): the same two measurements through a headless
+//!   Chromium logged in to the daemon's web client, in the same runs, against the same raw
+//!   socket client.
 //! - **At rest**: a daemon holding 8 idle panes watched by the bundled recovery plugin, its
 //!   CPU over 60 s and its resident memory per pane (Linux: read from `/proc`).
 //!
@@ -33,6 +36,8 @@ use nightcrow_daemon::client::Connection;
 use nightcrow_hub::{ClientRequest, Frame, HubMessage};
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+mod web_client;
 
 /// The terminal the TUI runs in, and the size the raw client asks for its panes.
 const ROWS: u16 = 50;
@@ -93,7 +98,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let daemon = Daemon::start(&tokio, "");
+    let daemon = Daemon::start(&tokio, &web_client::config());
+    let mut web = web_client::WebClient::start(&tokio, &daemon);
     let file = daemon.home.path().join("lines.txt");
     let lines = write_lines(&file, sizes.file_bytes);
     let command = format!("cat {}; printf 'END-%s\\n' OF-BENCH", file.display());
@@ -101,6 +107,7 @@ fn main() {
     // Interleaved so that whatever else the machine does affects both clients alike.
     let mut raw_runs = Vec::new();
     let mut tui_runs = Vec::new();
+    let mut web_runs = Vec::new();
     for run in 1..=sizes.runs {
         eprintln!("throughput run {run}/{}: raw socket client", sizes.runs);
         raw_runs.push(
@@ -108,11 +115,16 @@ fn main() {
         );
         eprintln!("throughput run {run}/{}: TUI", sizes.runs);
         tui_runs.push(daemon.flood(|| tui_throughput(&daemon, &command)));
+        eprintln!("throughput run {run}/{}: web client", sizes.runs);
+        web_runs.push(daemon.flood(|| web.throughput(&tokio, &daemon, &command)));
     }
     eprintln!("keystroke latency: raw socket client");
     let mut raw_keys = tokio.block_on(raw_latency(&daemon, sizes.keys));
     eprintln!("keystroke latency: TUI");
     let mut tui_keys = tui_latency(&daemon, sizes.keys);
+    eprintln!("keystroke latency: web client");
+    let mut web_keys = web.latency(&tokio, &daemon, sizes.keys);
+    drop(web);
     drop(daemon);
     eprintln!("the daemon at rest: {IDLE_PANES} panes watched by the recovery plugin");
     let rest = at_rest(&tokio, sizes.rest);
@@ -128,9 +140,6 @@ fn main() {
          columns\n",
         megabytes(sizes.file_bytes)
     );
-    println!("### Throughput: `cat` of the file, until its last byte is seen\n");
-    println!("| run | raw: s | raw: MB/s | TUI: s | TUI: MB/s | TUI/raw |");
-    println!("|---|---|---|---|---|---|");
     let row = |name: &str, raw: &Result<Duration, Lost>, tui: &Result<Duration, Lost>| {
         let rate = |elapsed: &Duration| megabytes(sizes.file_bytes) / elapsed.as_secs_f64();
         let cells = |run: &Result<Duration, Lost>| match run {
@@ -143,9 +152,6 @@ fn main() {
         };
         println!("| {name} | {} | {} | {ratio} |", cells(raw), cells(tui));
     };
-    for (run, (raw, tui)) in raw_runs.iter().zip(&tui_runs).enumerate() {
-        row(&(run + 1).to_string(), raw, tui);
-    }
     // Over the runs that finished: a lost run has no time to rank.
     let median_of = |runs: &[Result<Duration, Lost>]| {
         let mut done: Vec<Duration> = runs.iter().filter_map(|run| run.clone().ok()).collect();
@@ -155,29 +161,42 @@ fn main() {
             Ok(median(&mut done))
         }
     };
-    row("median", &median_of(&raw_runs), &median_of(&tui_runs));
-    println!();
-    println!(
-        "### Keystroke to echo: {} keys, each after a {} ms pause\n",
-        sizes.keys,
-        TYPING_GAP.as_millis()
-    );
-    println!("| | raw socket | TUI | TUI/raw |");
-    println!("|---|---|---|---|");
-    for percent in [50, 99] {
-        let raw = percentile(&mut raw_keys, percent);
-        let tui = percentile(&mut tui_keys, percent);
+    for (client, runs, keys) in [
+        ("TUI", &tui_runs, &mut tui_keys),
+        ("web", &web_runs, &mut web_keys),
+    ] {
+        println!("### {client}: throughput, `cat` of the file, until its last byte is seen\n");
+        println!("| run | raw: s | raw: MB/s | {client}: s | {client}: MB/s | {client}/raw |");
+        println!("|---|---|---|---|---|---|");
+        for (run, (raw, other)) in raw_runs.iter().zip(runs.iter()).enumerate() {
+            row(&(run + 1).to_string(), raw, other);
+        }
+        row("median", &median_of(&raw_runs), &median_of(runs));
+        println!();
         println!(
-            "| p{percent} (µs) | {} | {} | {:.2} |",
-            raw.as_micros(),
-            tui.as_micros(),
-            tui.as_secs_f64() / raw.as_secs_f64()
+            "### {client}: keystroke to echo, {} keys, each after a {} ms pause\n",
+            sizes.keys,
+            TYPING_GAP.as_millis()
         );
+        println!("| | raw socket | {client} | {client}/raw |");
+        println!("|---|---|---|---|");
+        for percent in [50, 99] {
+            let raw = percentile(&mut raw_keys, percent);
+            let other = percentile(keys, percent);
+            println!(
+                "| p{percent} (µs) | {} | {} | {:.2} |",
+                raw.as_micros(),
+                other.as_micros(),
+                other.as_secs_f64() / raw.as_secs_f64()
+            );
+        }
+        println!();
     }
     // A lost run is a failure, not a number: the exit status says so (CI runs `--quick`).
     let lost: Vec<&Lost> = raw_runs
         .iter()
         .chain(&tui_runs)
+        .chain(&web_runs)
         .filter_map(|run| run.as_ref().err())
         .collect();
     let drops = DROPS.load(std::sync::atomic::Ordering::Relaxed);

@@ -18,6 +18,9 @@
 //! - [`tui`]: `nightcrow attach` and the demo's TUI in a real terminal (tmux): typing,
 //!   tabs, full-screen programs, resize, detach and re-attach, recovery markers and chips,
 //!   attention, cancel, a flood, and the terminal restored on every way out.
+//! - [`web`]: the web client in headless Chromium: login and its refusals, cross-origin
+//!   WebSockets, bad and oversize messages, typing, two panes, resize, reconnect and reload
+//!   without duplicates, recovery in the toolbar with Cancel, attention, a screenshot.
 //! - [`util`]: the plugin harness — one shared
 //!   [`PluginRuntime`](nightcrow_plugin_host::PluginRuntime) (one `Engine`, compiled
 //!   components cached under `CARGO_TARGET_TMPDIR`), specs for the guests of
@@ -37,3 +40,4 @@ mod registry;
 mod tui;
 mod util;
 mod wasip1;
+mod web;

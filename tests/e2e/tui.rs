@@ -231,7 +231,7 @@ fn signal(pid: u32, name: &str) {
 }
 
 /// A config whose panes run in a plain POSIX shell, so no profile prints anything.
-const PLAIN_SHELL: &str = "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\"]\n";
+pub(crate) const PLAIN_SHELL: &str = "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\"]\n";
 
 #[test]
 fn attach_types_switches_panes_detaches_and_comes_back() {
@@ -352,7 +352,7 @@ fn full_screen_programs_render_and_the_pane_follows_resizes() {
 
 /// Two watched panes: one whose plugin reports a deadline, one whose plugin reports none;
 /// the second also calls for attention while the first is in view.
-const RECOVERY: &str = r#"
+pub(crate) const RECOVERY: &str = r#"
 [shell]
 program = "/bin/sh"
 command_args = ["-c"]

@@ -33,9 +33,13 @@ pub(crate) struct RawShell {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawWeb {
+    #[serde(default)]
+    pub enabled: bool,
     pub bind: Option<Spanned<String>>,
     pub port: Option<u16>,
-    pub password_hash: Option<String>,
+    pub password_hash: Option<Spanned<String>>,
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

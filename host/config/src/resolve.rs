@@ -2,13 +2,14 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use nightcrow_guard::{ConnectRule, GuardLimits, Sandbox};
 use toml::Spanned;
 
-use crate::raw::{RawConfig, RawPlugin, RawSandbox};
+use crate::raw::{RawConfig, RawPlugin, RawSandbox, RawWeb};
 
 /// Most `[[plugin]]` entries a config may declare.
 pub const MAX_PLUGINS: usize = 8;
@@ -34,12 +35,66 @@ pub struct ShellConfig {
     pub command_args: Option<Vec<String>>,
 }
 
+/// `[web]`: the browser client. Resolving it refuses a non-loopback `bind` unless
+/// `insecure = true` says the plain HTTP is meant (nightcrow terminates no TLS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebConfig {
-    pub bind: String,
+    /// Start the web client with the daemon (`nightcrow web` starts it on demand).
+    pub enabled: bool,
+    pub bind: IpAddr,
     pub port: u16,
-    /// Argon2 PHC string; the web client refuses to start without one.
+    /// Argon2id PHC string; the web client refuses to start without one.
     pub password_hash: Option<String>,
+    pub insecure: bool,
+}
+
+impl Default for WebConfig {
+    fn default() -> WebConfig {
+        WebConfig {
+            enabled: false,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 8091,
+            password_hash: None,
+            insecure: false,
+        }
+    }
+}
+
+/// The `[web]` table checked: `bind` an IP address, loopback unless `insecure = true`, and
+/// `password_hash` an Argon2id PHC string.
+fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
+    let mut web = WebConfig {
+        enabled: raw.enabled,
+        port: raw.port.unwrap_or(8091),
+        insecure: raw.insecure,
+        ..WebConfig::default()
+    };
+    if let Some(bind) = raw.bind {
+        match bind.get_ref().trim().parse::<IpAddr>() {
+            Err(_) => problems.push((
+                bind.span(),
+                format!("bind `{}` is not an IP address (like 127.0.0.1 or ::1)", bind.get_ref()),
+            )),
+            Ok(address) if !address.is_loopback() && !raw.insecure => problems.push((
+                bind.span(),
+                format!(
+                    "bind `{address}` is reachable from other machines, and the web client speaks plain HTTP (nightcrow has no TLS of its own): the password and the session cookie would cross the network readable. Keep 127.0.0.1 and reach it through an SSH tunnel, or put a TLS reverse proxy in front and set `insecure = true` in [web] to say so"
+                ),
+            )),
+            Ok(address) => web.bind = address,
+        }
+    }
+    if let Some(hash) = raw.password_hash {
+        if hash.get_ref().starts_with("$argon2id$") {
+            web.password_hash = Some(hash.into_inner());
+        } else {
+            problems.push((
+                hash.span(),
+                "password_hash is not an Argon2id hash (`$argon2id$...`); set it with `nightcrow web passwd`, never write the password itself".to_owned(),
+            ));
+        }
+    }
+    web
 }
 
 /// `[tui]`: the terminal client's settings.
@@ -183,14 +238,7 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
             }
         })
         .collect();
-    let web = WebConfig {
-        bind: raw
-            .web
-            .bind
-            .map_or_else(|| "127.0.0.1".to_owned(), Spanned::into_inner),
-        port: raw.web.port.unwrap_or(8091),
-        password_hash: raw.web.password_hash,
-    };
+    let web = resolve_web(raw.web, &mut problems);
     let tui = TuiConfig {
         leader: match raw.tui.leader {
             None => LeaderKey::default(),

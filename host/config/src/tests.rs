@@ -76,7 +76,7 @@ fn the_documented_plugin_block_parses_and_resolves() {
     );
     assert_eq!(config.guard, GuardLimits::default());
     assert_eq!(
-        (config.web.bind.as_str(), config.web.port),
+        (config.web.bind.to_string().as_str(), config.web.port),
         ("127.0.0.1", 8091)
     );
 }
@@ -105,7 +105,9 @@ fn unknown_keys_name_their_position_and_a_likely_spelling() {
     // Nothing close: no guess.
     check_errors(
         "[web]\nzzzzzz = 1\n",
-        &["2:1: unknown field `zzzzzz`, expected one of `bind`, `port`, `password_hash`"],
+        &[
+            "2:1: unknown field `zzzzzz`, expected one of `enabled`, `bind`, `port`, `password_hash`, `insecure`",
+        ],
     );
 }
 
@@ -273,4 +275,28 @@ fn the_tui_leader_is_a_ctrl_letter_and_a_bad_one_is_positioned() {
         assert_eq!((error.line, error.column), (2, 10), "{bad}: {errors}");
         assert!(error.message.contains("like `ctrl-f`"), "{bad}: {errors}");
     }
+}
+
+#[test]
+fn the_web_client_binds_beyond_loopback_only_when_told_it_is_insecure() {
+    let config = parse_text("[web]\nbind = \"::1\"\nenabled = true\n").unwrap();
+    assert_eq!(
+        (config.web.bind.to_string(), config.web.enabled),
+        ("::1".to_owned(), true)
+    );
+    check_errors(
+        "[web]\nbind = \"0.0.0.0\"\n",
+        &[
+            "2:8: bind `0.0.0.0` is reachable from other machines, and the web client speaks plain HTTP (nightcrow has no TLS of its own): the password and the session cookie would cross the network readable. Keep 127.0.0.1 and reach it through an SSH tunnel, or put a TLS reverse proxy in front and set `insecure = true` in [web] to say so",
+        ],
+    );
+    let config = parse_text("[web]\nbind = \"0.0.0.0\"\ninsecure = true\n").unwrap();
+    assert_eq!(config.web.bind.to_string(), "0.0.0.0");
+    check_errors(
+        "[web]\nbind = \"localhost:80\"\npassword_hash = \"hunter2\"\n",
+        &[
+            "2:8: bind `localhost:80` is not an IP address (like 127.0.0.1 or ::1)",
+            "3:17: password_hash is not an Argon2id hash (`$argon2id$...`); set it with `nightcrow web passwd`, never write the password itself",
+        ],
+    );
 }

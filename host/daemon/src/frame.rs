@@ -9,8 +9,8 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Largest payload accepted or sent (an output frame carries one PTY read, far smaller).
-pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+/// Largest payload accepted or sent: the client protocol's cap, the WebSocket's too.
+pub const MAX_FRAME_BYTES: usize = nightcrow_hub::MAX_MESSAGE_BYTES;
 
 const KIND_CONTROL: u8 = 0;
 const KIND_OUTPUT: u8 = 1;

@@ -19,10 +19,21 @@ pub const DAEMON_PROTOCOL_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DaemonRequest {
-    Hello { version: u32 },
+    Hello {
+        version: u32,
+    },
     Status,
-    Open { dir: PathBuf },
-    Attach { repo: PathBuf },
+    Open {
+        dir: PathBuf,
+    },
+    Attach {
+        repo: PathBuf,
+    },
+    /// Start the web client if it is not running (`repo`: an open repository the answer's
+    /// address should show).
+    Web {
+        repo: Option<PathBuf>,
+    },
     Reload,
     Stop,
 }
@@ -46,6 +57,10 @@ pub enum DaemonAnswer {
     },
     /// The daemon shuts down after sending this.
     Stopping,
+    /// The web client runs; its page is at `url`.
+    Web {
+        url: String,
+    },
     Error {
         message: String,
     },
@@ -220,6 +235,12 @@ mod tests {
             json!({"type": "opened", "repo": "/r"}),
         );
         check(&DaemonAnswer::Stopping, json!({"type": "stopping"}));
+        check(
+            &DaemonAnswer::Web {
+                url: "http://127.0.0.1:8091/".to_owned(),
+            },
+            json!({"type": "web", "url": "http://127.0.0.1:8091/"}),
+        );
         check(
             &DaemonAnswer::error("no"),
             json!({"type": "error", "message": "no"}),

@@ -1,5 +1,6 @@
 //! The daemon: owns the hubs (one per open repository) and serves clients on the claimed
-//! endpoint.
+//! endpoint, and on the web client's WebSocket when that runs (`[web] enabled`, or a `web`
+//! request).
 //!
 //! A connection starts with `hello` (the versions must match) and then sends daemon requests
 //! — `status`, `open`, `reload`, `stop` — each answered with one message, or `attach`, after
@@ -8,11 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use nightcrow_config::Config;
 use nightcrow_hub::{Frame, Hub, HubHandle};
 use nightcrow_plugin_host::PluginRuntime;
+use nightcrow_web::{Hubs, WebServer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, Notify, mpsc};
 
@@ -55,6 +57,7 @@ pub struct Daemon {
 struct State {
     config: Config,
     hubs: BTreeMap<PathBuf, HubHandle>,
+    web: Option<WebServer>,
 }
 
 impl Daemon {
@@ -71,6 +74,7 @@ impl Daemon {
             state: Mutex::new(State {
                 config,
                 hubs: BTreeMap::new(),
+                web: None,
             }),
             stop: Notify::new(),
         })
@@ -84,6 +88,11 @@ impl Daemon {
         interrupted: impl std::future::Future<Output = ()>,
     ) {
         tracing::info!(home = %self.home.root().display(), "daemon listening");
+        if self.state.lock().await.config.web.enabled
+            && let Err(error) = self.start_web(None).await
+        {
+            tracing::error!(%error, "[web] enabled = true, but the web client did not start");
+        }
         tokio::pin!(interrupted);
         loop {
             tokio::select! {
@@ -98,7 +107,11 @@ impl Daemon {
             }
         }
         tracing::info!("daemon stopping");
-        let hubs: Vec<HubHandle> = self.state.lock().await.hubs.values().cloned().collect();
+        let hubs: Vec<HubHandle> = {
+            let mut state = self.state.lock().await;
+            state.web = None;
+            state.hubs.values().cloned().collect()
+        };
         for hub in hubs {
             hub.shutdown().await;
         }
@@ -129,11 +142,29 @@ impl Daemon {
         Ok((root, hub))
     }
 
+    /// Starts the web client unless it runs; returns its page's address (showing `repo`).
+    async fn start_web(self: &Arc<Daemon>, repo: Option<&Path>) -> Result<String, String> {
+        let mut state = self.state.lock().await;
+        if state.web.is_none() {
+            let hubs = DaemonHubs(Arc::downgrade(self));
+            let server = WebServer::start(&state.config.web, hubs)
+                .await
+                .map_err(|error| error.to_string())?;
+            state.web = Some(server);
+        }
+        let web = state.web.as_ref().expect("started above");
+        Ok(web.url(repo))
+    }
+
     /// Re-reads the config; applies it to every hub only if the whole file is valid. The
     /// only error is the file's (with positions): nothing was changed then.
     async fn reload(&self) -> Result<DaemonAnswer, String> {
         let config = self.source.load()?;
         let mut state = self.state.lock().await;
+        if let Some(web) = &state.web {
+            // A new password applies at once; a new address or port at the next start.
+            web.set_password_hash(config.web.password_hash.clone());
+        }
         state.config = config;
         let mut repos = Vec::new();
         for (root, hub) in &state.hubs {
@@ -243,6 +274,10 @@ impl Daemon {
                     Err(message) => DaemonAnswer::error(message),
                 },
                 DaemonRequest::Reload => self.reload().await.unwrap_or_else(DaemonAnswer::error),
+                DaemonRequest::Web { repo } => match self.start_web(repo.as_deref()).await {
+                    Ok(url) => DaemonAnswer::Web { url },
+                    Err(message) => DaemonAnswer::error(message),
+                },
                 DaemonRequest::Stop => {
                     let _ = reply(&mut writer, DaemonAnswer::Stopping).await;
                     self.stop.notify_one();
@@ -257,6 +292,25 @@ impl Daemon {
                 return;
             }
         }
+    }
+}
+
+/// The open repositories as the web client sees them. Weak: the daemon owns the web
+/// server, not the other way round.
+struct DaemonHubs(Weak<Daemon>);
+
+impl Hubs for DaemonHubs {
+    async fn repos(&self) -> Vec<PathBuf> {
+        match self.0.upgrade() {
+            Some(daemon) => daemon.state.lock().await.hubs.keys().cloned().collect(),
+            None => Vec::new(),
+        }
+    }
+
+    async fn hub(&self, repo: &Path) -> Option<HubHandle> {
+        let daemon = self.0.upgrade()?;
+        let state = daemon.state.lock().await;
+        state.hubs.get(repo).cloned()
     }
 }
 

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 /// Version carried by `hello`; a client that does not know it should disconnect.
 pub const CLIENT_PROTOCOL_VERSION: u32 = 1;
 
+/// Largest message either transport accepts or sends (an output frame carries one PTY read,
+/// far smaller); a longer one is refused before it is read into memory.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
 /// Client → hub. `pane` is the hub's pane id as clients see it (`created.pane`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]

@@ -49,8 +49,8 @@ use nightcrow_plugin_host::PluginRuntime;
 use tokio::sync::mpsc;
 
 pub use client::{
-    CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport, output_frame,
-    output_frame_id, parse_output_frame,
+    CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, MAX_MESSAGE_BYTES, RecoveryReport,
+    output_frame, output_frame_id, parse_output_frame,
 };
 pub use config::{HubConfig, HubPlugin, PENDING_RELAUNCH_TTL, StartupCommand};
 pub use frames::CLIENT_QUEUE_BYTES;

@@ -1,0 +1,129 @@
+//! `nightcrow web [DIR]`: the web client of the daemon (started in the background when
+//! none runs) showing DIR's repository; `nightcrow web passwd`: its password, kept in the
+//! config as an Argon2id hash, the rest of the file left as the user wrote it.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::Path;
+
+use nightcrow_daemon::Home;
+use nightcrow_daemon::client::Connection;
+use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
+
+use crate::Failure;
+
+/// Starts (or finds) the web client and prints where its page is.
+pub fn run(home: &Home, dir: Option<&Path>, config: Option<&Path>) -> Result<(), Failure> {
+    let other = |message: String| Failure::Other(message);
+    let repo = crate::attach::repository_root(&crate::attach::start_dir(dir)?);
+    let tokio = crate::daemon::tokio()?;
+    if tokio.block_on(Connection::open(home)).is_err() {
+        crate::daemon::background(home, config, false)?;
+    }
+    let url = tokio.block_on(async {
+        let mut connection = Connection::open(home)
+            .await
+            .map_err(|e| other(e.to_string()))?;
+        let repo = match connection.ask(&DaemonRequest::Open { dir: repo }).await {
+            Ok(DaemonAnswer::Opened { repo }) => repo,
+            Ok(answer) => return Err(other(format!("the daemon answered {answer:?}"))),
+            Err(error) => return Err(other(error.to_string())),
+        };
+        match connection
+            .ask(&DaemonRequest::Web { repo: Some(repo) })
+            .await
+        {
+            Ok(DaemonAnswer::Web { url }) => Ok(url),
+            Ok(answer) => Err(other(format!("the daemon answered {answer:?}"))),
+            Err(error) => Err(other(error.to_string())),
+        }
+    })?;
+    println!("nightcrow web client: {url}");
+    println!("(it runs in the daemon; `nightcrow stop` ends both)");
+    Ok(())
+}
+
+/// Asks for a new password (twice, unechoed, at a terminal; one line from stdin
+/// otherwise), writes its hash into `[web] password_hash` of `config`, and has a running
+/// daemon take it at once.
+pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failure> {
+    let other = |message: String| Failure::Other(message);
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("New web client password: ")
+            .map_err(|e| other(format!("reading the password: {e}")))?;
+        let again = rpassword::prompt_password("Again: ")
+            .map_err(|e| other(format!("reading the password: {e}")))?;
+        if first != again {
+            return Err(other(
+                "the two passwords differ; nothing was changed".to_owned(),
+            ));
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| other(format!("reading the password from stdin: {e}")))?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    let hash = nightcrow_web::auth::hash_password(&password).map_err(other)?;
+    if let Some(folder) = config.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| other(format!("cannot create {}: {e}", folder.display())))?;
+    }
+    let text = match std::fs::read_to_string(config) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(other(format!("{}: {error}", config.display()))),
+    };
+    let updated = with_password_hash(&text, &hash)
+        .map_err(|e| Failure::Config(format!("{}: {e}", config.display())))?;
+    // The whole file must still be a valid config before it replaces the old one.
+    nightcrow_config::parse(config, &updated, user_home)
+        .map_err(|errors| Failure::Config(errors.to_string()))?;
+    crate::write_atomically(config, &updated)?;
+    println!("web client password set in {}", config.display());
+    let tokio = crate::daemon::tokio()?;
+    if let Ok(mut connection) = tokio.block_on(Connection::open(home))
+        && tokio
+            .block_on(connection.ask(&DaemonRequest::Reload))
+            .is_ok()
+    {
+        println!("the running daemon has taken it");
+    }
+    Ok(())
+}
+
+/// `text` with `[web] password_hash` set to `hash`; comments, order and spacing kept.
+fn with_password_hash(text: &str, hash: &str) -> Result<String, String> {
+    let mut document: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error: toml_edit::TomlError| error.to_string())?;
+    let web = document
+        .entry("web")
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_like_mut()
+        .ok_or("`web` is not a table")?;
+    web.insert("password_hash", toml_edit::value(hash));
+    Ok(document.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_password_hash;
+
+    #[test]
+    fn the_hash_goes_into_web_and_the_rest_stays_as_written() {
+        let text = "# mine\n[shell]\nprogram = \"/bin/sh\"  # keep\n\n[web]\nport = 9000 # here\n";
+        let updated = with_password_hash(text, "$argon2id$x").unwrap();
+        assert_eq!(
+            updated,
+            "# mine\n[shell]\nprogram = \"/bin/sh\"  # keep\n\n[web]\nport = 9000 # here\npassword_hash = \"$argon2id$x\"\n"
+        );
+        let again = with_password_hash(&updated, "$argon2id$y").unwrap();
+        assert!(again.contains("password_hash = \"$argon2id$y\"") && !again.contains("$x"));
+        let fresh = with_password_hash("", "$argon2id$z").unwrap();
+        assert_eq!(fresh, "[web]\npassword_hash = \"$argon2id$z\"\n");
+        assert!(with_password_hash("web = 1\n", "$argon2id$z").is_err());
+    }
+}

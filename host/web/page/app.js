@@ -1,0 +1,359 @@
+// The nightcrow web client: one xterm.js terminal per pane, as tabs, on the hub's client
+// protocol over a WebSocket (JSON control messages as text, `u32 LE pane id + bytes` as
+// binary). Every `hello` means "start over": the terminals are dropped and rebuilt from the
+// replay that follows, so a reconnect or a reload never shows output twice.
+import { Terminal } from "/assets/xterm.mjs";
+import { FitAddon } from "/assets/addon-fit.mjs";
+import { chipText, isActive, marker, truncate } from "/assets/chip.js";
+
+/** Drawn output bytes are acknowledged in steps of this many (see docs/web.md). */
+const ACK_EVERY = 64 * 1024;
+/** Reconnect delays: quick at first, then every few seconds. */
+const RECONNECT_MS = [250, 500, 1000, 2000, 4000];
+
+const $ = (id) => document.getElementById(id);
+const THEME = {
+  background: "#0f1218", foreground: "#d7dce4", cursor: "#f2c14e", cursorAccent: "#0f1218",
+  selectionBackground: "#34405a", black: "#1b2029", red: "#e5676b", green: "#8fc97a",
+  yellow: "#e5c07b", blue: "#6aa4e8", magenta: "#c58ae0", cyan: "#5fc4c9", white: "#d7dce4",
+  brightBlack: "#5c6677", brightRed: "#ff8a8e", brightGreen: "#a9e59a", brightYellow: "#f2d49b",
+  brightBlue: "#8cbcf5", brightMagenta: "#d9a7f0", brightCyan: "#84dde1", brightWhite: "#ffffff",
+};
+
+/** The page's state, also reachable as `window.nightcrow` for tests and the curious. */
+const state = {
+  repo: null,
+  panes: new Map(),
+  order: [],
+  active: null,
+  keep: null,
+  socket: null,
+  drawn: 0,
+  acked: 0,
+  attempts: 0,
+  wantNewPane: false,
+};
+window.nightcrow = state;
+
+class Pane {
+  constructor(id, title, alive) {
+    this.id = id;
+    this.title = title || `pane ${id}`;
+    this.alive = alive;
+    this.recovery = null;
+    this.unread = false;
+    this.element = document.createElement("div");
+    this.element.className = "pane-view";
+    $("terminals").append(this.element);
+    this.term = new Terminal({
+      theme: THEME,
+      fontFamily: '"DejaVu Sans Mono", "Menlo", "Consolas", monospace',
+      fontSize: 14,
+      scrollback: 10000,
+      cursorBlink: true,
+      allowProposedApi: false,
+    });
+    this.fit = new FitAddon();
+    this.term.loadAddon(this.fit);
+    this.term.open(this.element);
+    const type = (data) => send({ type: "input", pane: this.id, data });
+    this.term.onData(type);
+    this.term.onBinary(type);
+    this.tab = document.createElement("button");
+    this.tab.className = "tab";
+    this.tab.setAttribute("role", "tab");
+    this.tab.addEventListener("click", () => select(this.id));
+    const close = document.createElement("span");
+    close.className = "close";
+    close.title = "Close this pane";
+    close.textContent = "×";
+    close.addEventListener("click", (event) => {
+      event.stopPropagation();
+      if (confirm(`Close ${this.title}? Its process is ended.`)) send({ type: "close", pane: this.id });
+    });
+    this.label = document.createElement("span");
+    this.tab.append(this.label, close);
+    $("tabs").append(this.tab);
+    this.drawTab();
+  }
+
+  /** Sizes the terminal to its box and tells the hub when that changed the PTY's size. */
+  fitToBox() {
+    const size = this.fit.proposeDimensions();
+    if (!size || !size.rows || !size.cols) return;
+    if (size.rows === this.term.rows && size.cols === this.term.cols && this.sized) return;
+    this.sized = true;
+    this.term.resize(size.cols, size.rows);
+    if (this.alive) send({ type: "resize", pane: this.id, rows: size.rows, cols: size.cols });
+  }
+
+  drawTab() {
+    const number = state.order.indexOf(this.id) + 1;
+    let text = `${number}:${truncate(this.title, 24)}`;
+    if (this.unread) text += "!";
+    if (this.recovery) text += marker(this.recovery);
+    this.label.textContent = text;
+    this.tab.classList.toggle("active", state.active === this.id);
+    this.tab.classList.toggle("unread", this.unread);
+    this.tab.classList.toggle("exited", !this.alive);
+    this.tab.classList.toggle("recovering", !!this.recovery);
+    this.tab.setAttribute("aria-selected", String(state.active === this.id));
+    this.tab.dataset.pane = String(this.id);
+  }
+
+  dispose() {
+    this.term.dispose();
+    this.element.remove();
+    this.tab.remove();
+  }
+}
+
+function send(message) {
+  if (state.socket && state.socket.readyState === WebSocket.OPEN) {
+    state.socket.send(JSON.stringify(message));
+  }
+}
+
+function say(text) {
+  $("notice").textContent = text;
+}
+
+function addPane(id, title, alive) {
+  const pane = new Pane(id, title, alive);
+  state.panes.set(id, pane);
+  state.order.push(id);
+  pane.drawTab();
+  return pane;
+}
+
+function removePane(id) {
+  const pane = state.panes.get(id);
+  if (!pane) return;
+  const index = state.order.indexOf(id);
+  pane.dispose();
+  state.panes.delete(id);
+  state.order.splice(index, 1);
+  if (state.active === id) {
+    state.active = null;
+    const next = state.order[Math.min(index, state.order.length - 1)];
+    if (next !== undefined) select(next);
+  }
+  state.panes.forEach((other) => other.drawTab());
+  drawToolbar();
+}
+
+function select(id) {
+  const pane = state.panes.get(id);
+  if (!pane) return;
+  state.active = id;
+  pane.unread = false;
+  state.panes.forEach((other) => {
+    other.element.classList.toggle("active", other.id === id);
+    other.drawTab();
+  });
+  pane.fitToBox();
+  pane.term.focus();
+  drawToolbar();
+}
+
+/** The toolbar shows the pane in view: its title, its recovery chip and the Cancel button. */
+function drawToolbar() {
+  const pane = state.panes.get(state.active);
+  const chip = $("chip");
+  const cancel = $("cancel");
+  $("pane-title").textContent = pane ? pane.title + (pane.alive ? "" : " (exited)") : "";
+  if (pane && pane.recovery) {
+    chip.textContent = (pane.alive ? "" : "exited · ") + chipText(pane.recovery);
+    chip.dataset.state = pane.recovery.state;
+    chip.hidden = false;
+    cancel.hidden = false;
+  } else {
+    chip.hidden = true;
+    cancel.hidden = true;
+  }
+  const empty = $("empty");
+  empty.hidden = state.panes.size > 0;
+  empty.textContent = "No panes. Press + to open a shell.";
+  document.title = [...state.panes.values()].some((p) => p.unread) ? "(!) nightcrow" : "nightcrow";
+}
+
+function onMessage(message) {
+  switch (message.type) {
+    case "hello": {
+      // Start over; the pane in view stays in view if it is still there.
+      state.keep = state.active;
+      state.panes.forEach((pane) => pane.dispose());
+      state.panes.clear();
+      state.order = [];
+      state.active = null;
+      say("");
+      break;
+    }
+    case "created": {
+      const pane = addPane(message.pane, message.title || "shell", true);
+      pane.term.resize(message.cols, message.rows);
+      if (state.wantNewPane || state.active === null || state.keep === message.pane) {
+        state.wantNewPane = false;
+        select(message.pane);
+      } else {
+        pane.fitToBox();
+      }
+      break;
+    }
+    case "resized": {
+      const pane = state.panes.get(message.pane);
+      if (pane && (pane.term.rows !== message.rows || pane.term.cols !== message.cols)) {
+        pane.term.resize(message.cols, message.rows);
+      }
+      break;
+    }
+    case "exited": {
+      const pane = state.panes.get(message.pane);
+      if (!pane) break;
+      const how = message.code === null || message.code === undefined ? "ended" : `exited with code ${message.code}`;
+      if (message.held) {
+        pane.alive = false;
+        pane.drawTab();
+        say(`${pane.title} ${how}; held for its plugin to relaunch`);
+      } else {
+        say(`${pane.title} ${how}`);
+        removePane(message.pane);
+      }
+      break;
+    }
+    case "recovery": {
+      let pane = state.panes.get(message.pane);
+      if (!pane && isActive(message)) {
+        // An exited pane held for a relaunch, first heard of by its report (the replay
+        // lists running panes only).
+        pane = addPane(message.pane, null, false);
+        if (state.active === null || state.keep === message.pane) select(message.pane);
+      }
+      if (!pane) break;
+      if (isActive(message)) {
+        pane.recovery = message;
+      } else {
+        pane.recovery = null;
+        if (message.state === "cancelled" && !pane.alive) {
+          removePane(pane.id);
+          break;
+        }
+        if (message.detail) say(`${pane.title}: ${message.detail}`);
+      }
+      pane.drawTab();
+      break;
+    }
+    case "attention": {
+      const pane = state.panes.get(message.pane);
+      if (!pane) break;
+      if (state.active !== pane.id) pane.unread = true;
+      pane.drawTab();
+      say(`${pane.title} wants you back`);
+      break;
+    }
+    case "plugin":
+      if (message.state !== "running") {
+        say(`plugin ${message.name} ${message.state.replace("_", " ")}${message.detail ? ": " + message.detail : ""}`);
+      }
+      break;
+    case "error":
+      say(`hub: ${message.message}`);
+      break;
+  }
+  drawToolbar();
+}
+
+function onOutput(buffer) {
+  const view = new DataView(buffer);
+  const id = view.getUint32(0, true);
+  const bytes = new Uint8Array(buffer, 4);
+  const done = () => {
+    state.drawn += bytes.length;
+    if (state.drawn - state.acked >= ACK_EVERY) {
+      state.acked = state.drawn;
+      send({ type: "ack", bytes: state.drawn });
+    }
+  };
+  const pane = state.panes.get(id);
+  if (pane) pane.term.write(bytes, done);
+  else done();
+}
+
+function connect() {
+  const link = $("link");
+  const url = new URL("/ws", location.href);
+  url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  url.searchParams.set("repo", state.repo);
+  const socket = new WebSocket(url);
+  socket.binaryType = "arraybuffer";
+  state.socket = socket;
+  state.drawn = 0;
+  state.acked = 0;
+  socket.onopen = () => {
+    state.attempts = 0;
+    link.textContent = "connected";
+    link.dataset.state = "connected";
+  };
+  socket.onmessage = (event) => {
+    if (typeof event.data === "string") onMessage(JSON.parse(event.data));
+    else onOutput(event.data);
+  };
+  socket.onclose = () => {
+    if (state.socket !== socket) return;
+    const delay = RECONNECT_MS[Math.min(state.attempts, RECONNECT_MS.length - 1)];
+    state.attempts += 1;
+    link.textContent = "reconnecting…";
+    link.dataset.state = "reconnecting";
+    setTimeout(start, delay);
+  };
+}
+
+/** Finds the repository to show (`?repo=`, else the first open one) and connects. */
+async function start() {
+  let repos;
+  try {
+    const answer = await fetch("/api/repos", { cache: "no-store" });
+    if (answer.status === 401) {
+      location.href = "/login";
+      return;
+    }
+    repos = await answer.json();
+  } catch {
+    $("link").textContent = "daemon unreachable; retrying…";
+    setTimeout(start, 2000);
+    return;
+  }
+  const wanted = new URLSearchParams(location.search).get("repo");
+  const chosen = repos.find((entry) => entry.repo === wanted) || repos[0];
+  const picker = $("repo");
+  picker.replaceChildren(...repos.map((entry) => new Option(entry.name || entry.repo, entry.repo)));
+  picker.hidden = repos.length < 2;
+  $("repo-name").textContent = repos.length === 1 ? repos[0].name || repos[0].repo : "";
+  if (!chosen) {
+    const empty = $("empty");
+    empty.hidden = false;
+    empty.textContent = "No repository is open. Run `nightcrow web DIR` or `nightcrow open DIR`.";
+    setTimeout(start, 3000);
+    return;
+  }
+  picker.value = chosen.repo;
+  state.repo = chosen.repo;
+  connect();
+}
+
+$("repo").addEventListener("change", (event) => {
+  const url = new URL(location.href);
+  url.searchParams.set("repo", event.target.value);
+  location.href = url.toString();
+});
+$("new-pane").addEventListener("click", () => {
+  const pane = state.panes.get(state.active);
+  state.wantNewPane = true;
+  const size = pane ? { rows: pane.term.rows, cols: pane.term.cols } : {};
+  send({ type: "create", ...size });
+});
+$("cancel").addEventListener("click", () => {
+  if (state.active !== null) send({ type: "cancel_recovery", pane: state.active });
+});
+new ResizeObserver(() => state.panes.forEach((pane) => pane.fitToBox())).observe($("terminals"));
+start();

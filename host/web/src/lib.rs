@@ -1,0 +1,126 @@
+//! The nightcrow web client (SPEC §8, "Web"): an HTTP server inside the daemon that serves
+//! a page of xterm.js terminals, one per pane, and carries the hub's client protocol over a
+//! WebSocket — the same messages and frames as the Unix socket ([`socket`]), a second
+//! transport, not a second API.
+//!
+//! **Invariants:**
+//! - nothing but the login page and its stylesheet is served without a session
+//!   ([`routes`]); a session is a random 256-bit id in an HttpOnly, SameSite=Strict cookie
+//!   that the server expires ([`auth::Sessions`]);
+//! - a WebSocket upgrade needs the session *and* an `Origin` that is this server's own
+//!   (no cross-site WebSocket hijacking); while bound to loopback, only loopback host
+//!   names are answered at all (no DNS rebinding);
+//! - a message over [`MAX_MESSAGE_BYTES`] is refused before it is read into memory;
+//! - the password is only ever held as its Argon2id hash, and failed logins are braked
+//!   per address ([`auth::LoginBrake`]).
+//!
+//! It refuses to know about the daemon: it gets the open repositories and their hubs
+//! through [`Hubs`], which the daemon implements.
+#![forbid(unsafe_code)]
+
+pub mod assets;
+pub mod auth;
+mod routes;
+pub mod socket;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use nightcrow_config::WebConfig;
+use nightcrow_hub::HubHandle;
+
+pub use nightcrow_hub::MAX_MESSAGE_BYTES;
+
+/// The daemon's open repositories, as the web client sees them.
+pub trait Hubs: Send + Sync + 'static {
+    /// The canonical roots of the open repositories.
+    fn repos(&self) -> impl Future<Output = Vec<PathBuf>> + Send;
+    /// The hub of an open repository; `None` if `repo` is not one (the web client opens
+    /// nothing itself).
+    fn hub(&self, repo: &Path) -> impl Future<Output = Option<HubHandle>> + Send;
+}
+
+/// Why the web client did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error("the web client has no password yet: set one with `nightcrow web passwd`")]
+    NoPassword,
+    #[error("the web client cannot listen on {address}: {source} (change `port` in [web])")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A running web client. Dropping it stops the listener; attached pages end with their
+/// hub.
+pub struct WebServer {
+    address: SocketAddr,
+    password_hash: Arc<RwLock<Option<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl WebServer {
+    /// Listens where `config` says (already checked: loopback, or `insecure = true`) and
+    /// serves in the background. Must be called inside a tokio runtime.
+    pub async fn start(config: &WebConfig, hubs: impl Hubs) -> Result<WebServer, WebError> {
+        let Some(hash) = config.password_hash.clone() else {
+            return Err(WebError::NoPassword);
+        };
+        let wanted = SocketAddr::new(config.bind, config.port);
+        let listener = tokio::net::TcpListener::bind(wanted)
+            .await
+            .map_err(|source| WebError::Bind {
+                address: wanted,
+                source,
+            })?;
+        let address = listener.local_addr().map_err(|source| WebError::Bind {
+            address: wanted,
+            source,
+        })?;
+        let password_hash = Arc::new(RwLock::new(Some(hash)));
+        let router = routes::router(routes::Web::new(hubs, Arc::clone(&password_hash), address));
+        let task = tokio::spawn(async move {
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(error) = axum::serve(listener, service).await {
+                tracing::warn!(%error, "the web client stopped");
+            }
+        });
+        tracing::info!(url = %format!("http://{address}/"), "web client listening");
+        Ok(WebServer {
+            address,
+            password_hash,
+            task,
+        })
+    }
+
+    /// Where it listens (the port is the real one when the config asked for 0).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The page's address, for `repo` if given.
+    pub fn url(&self, repo: Option<&Path>) -> String {
+        let base = format!("http://{}/", self.address);
+        match repo {
+            Some(repo) => format!(
+                "{base}?repo={}",
+                routes::query_escape(&repo.to_string_lossy())
+            ),
+            None => base,
+        }
+    }
+
+    /// Takes a changed password hash (a config reload); `None` refuses every login.
+    pub fn set_password_hash(&self, hash: Option<String>) {
+        *self.password_hash.write().expect("password lock") = hash;
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

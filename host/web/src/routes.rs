@@ -1,0 +1,324 @@
+//! The HTTP side: which requests are answered, and what each needs first.
+//!
+//! - every request: a loopback-bound server answers only loopback host names (a DNS
+//!   rebinding page names another host); every response carries headers that keep it out
+//!   of frames, caches and other origins' reach;
+//! - without a session: `GET /login`, `POST /login`, `/assets/nightcrow.css`;
+//! - with one: the terminal page, its scripts, `GET /api/repos`, `POST /logout`, and the
+//!   WebSocket `GET /ws?repo=DIR`, which also needs an `Origin` that is this server.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, Form, Path as UrlPath, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use tokio::sync::Semaphore;
+
+use crate::auth::{LoginBrake, Sessions, password_matches, set_cookie};
+use crate::{Hubs, MAX_MESSAGE_BYTES, assets, socket};
+
+/// Password checks run at once (each takes ~20 MB and tens of ms of a core).
+const CONCURRENT_CHECKS: usize = 2;
+
+const SECURITY_HEADERS: &[(&str, &str)] = &[
+    (
+        "content-security-policy",
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+         form-action 'self'",
+    ),
+    ("x-frame-options", "DENY"),
+    ("x-content-type-options", "nosniff"),
+    // Not `no-referrer`: with it Chromium sends `Origin: null` on the login form.
+    ("referrer-policy", "same-origin"),
+    ("cache-control", "no-store"),
+];
+
+/// The server's state, shared by every request.
+pub(crate) struct Web<H> {
+    hubs: H,
+    sessions: Sessions,
+    brake: LoginBrake,
+    password_hash: Arc<RwLock<Option<String>>>,
+    checks: Semaphore,
+    /// `Host` values answered; empty when bound beyond loopback (any is).
+    hosts: Vec<String>,
+}
+
+impl<H: Hubs> Web<H> {
+    pub(crate) fn new(
+        hubs: H,
+        password_hash: Arc<RwLock<Option<String>>>,
+        address: SocketAddr,
+    ) -> Web<H> {
+        let port = address.port();
+        let hosts = if address.ip().is_loopback() {
+            vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ]
+        } else {
+            Vec::new()
+        };
+        Web {
+            hubs,
+            sessions: Sessions::default(),
+            brake: LoginBrake::default(),
+            password_hash,
+            checks: Semaphore::new(CONCURRENT_CHECKS),
+            hosts,
+        }
+    }
+
+    fn signed_in(&self, headers: &HeaderMap) -> bool {
+        self.sessions.check(cookie(headers))
+    }
+}
+
+type Shared<H> = State<Arc<Web<H>>>;
+
+pub(crate) fn router<H: Hubs>(web: Web<H>) -> Router {
+    let web = Arc::new(web);
+    Router::new()
+        .route("/", get(app_page::<H>))
+        .route("/login", get(login_page::<H>).post(login::<H>))
+        .route("/logout", post(logout::<H>))
+        .route("/assets/{name}", get(asset::<H>))
+        .route("/api/repos", get(repos::<H>))
+        .route("/ws", get(upgrade::<H>))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&web),
+            every_request::<H>,
+        ))
+        .with_state(web)
+}
+
+/// The host check before, the security headers after, any handler.
+async fn every_request<H: Hubs>(State(web): Shared<H>, request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST);
+    let known = web.hosts.is_empty()
+        || host.is_some_and(|host| web.hosts.iter().any(|known| host == known.as_str()));
+    let mut response = if known {
+        next.run(request).await
+    } else {
+        (StatusCode::MISDIRECTED_REQUEST, "unknown host").into_response()
+    };
+    let headers = response.headers_mut();
+    for (name, value) in SECURITY_HEADERS {
+        headers.insert(*name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+async fn app_page<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
+    if !web.signed_in(&headers) {
+        return Redirect::to("/login").into_response();
+    }
+    Html(assets::APP_PAGE).into_response()
+}
+
+async fn login_page<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
+    if web.signed_in(&headers) {
+        return Redirect::to("/").into_response();
+    }
+    login_form(StatusCode::OK, "")
+}
+
+/// The login page saying `message` (fixed texts only: nothing the request wrote).
+fn login_form(status: StatusCode, message: &str) -> Response {
+    let page = assets::LOGIN_PAGE.replace("<!--MESSAGE-->", message);
+    (status, Html(page)).into_response()
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    password: String,
+}
+
+async fn login<H: Hubs>(
+    State(web): Shared<H>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if !same_origin(&headers, false) {
+        return (StatusCode::FORBIDDEN, "cross-origin login refused").into_response();
+    }
+    let address: IpAddr = peer.ip();
+    if let Some(wait) = web.brake.wait(address) {
+        let seconds = wait.as_secs() + 1;
+        let mut response = login_form(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!("Too many failed logins from your address: try again in {seconds} s."),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        return response;
+    }
+    let Some(hash) = web.password_hash.read().expect("password lock").clone() else {
+        return login_form(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "No password is set: run <code>nightcrow web passwd</code>.",
+        );
+    };
+    let matches = {
+        let Ok(_permit) = web.checks.acquire().await else {
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        };
+        tokio::task::spawn_blocking(move || password_matches(&form.password, &hash))
+            .await
+            .unwrap_or(false)
+    };
+    if !matches {
+        web.brake.failed(address);
+        tracing::warn!(%address, "web client: a failed login");
+        return login_form(StatusCode::UNAUTHORIZED, "Wrong password.");
+    }
+    web.brake.succeeded(address);
+    let id = web.sessions.open();
+    let mut response = Redirect::to("/").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&set_cookie(&id)).expect("the cookie is ASCII"),
+    );
+    response
+}
+
+async fn logout<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
+    if !same_origin(&headers, false) {
+        return (StatusCode::FORBIDDEN, "cross-origin logout refused").into_response();
+    }
+    web.sessions.close(cookie(&headers));
+    let mut response = Redirect::to("/login").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&set_cookie("")).expect("the cookie is ASCII"),
+    );
+    response
+}
+
+async fn asset<H: Hubs>(
+    State(web): Shared<H>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    match assets::find(&name) {
+        Some(asset) if asset.public || web.signed_in(&headers) => {
+            ([(header::CONTENT_TYPE, asset.content_type)], asset.body).into_response()
+        }
+        Some(_) => StatusCode::UNAUTHORIZED.into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn repos<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
+    if !web.signed_in(&headers) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let repos: Vec<serde_json::Value> = web
+        .hubs
+        .repos()
+        .await
+        .into_iter()
+        .map(|repo| {
+            let name = repo
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned());
+            serde_json::json!({ "repo": repo, "name": name })
+        })
+        .collect();
+    let body = serde_json::Value::Array(repos).to_string();
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[derive(Deserialize)]
+struct SocketQuery {
+    repo: PathBuf,
+}
+
+async fn upgrade<H: Hubs>(
+    State(web): Shared<H>,
+    headers: HeaderMap,
+    Query(query): Query<SocketQuery>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    if !web.signed_in(&headers) {
+        return (StatusCode::UNAUTHORIZED, "log in first").into_response();
+    }
+    if !same_origin(&headers, true) {
+        tracing::warn!(origin = ?headers.get(header::ORIGIN), "web client: a cross-origin WebSocket refused");
+        return (StatusCode::FORBIDDEN, "cross-origin WebSocket refused").into_response();
+    }
+    let Some(hub) = web.hubs.hub(&query.repo).await else {
+        return (StatusCode::NOT_FOUND, "no such open repository").into_response();
+    };
+    upgrade
+        .max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| socket::serve(socket, hub))
+}
+
+/// Whether the request's `Origin` is this server (`http://` or `https://` + its `Host`).
+/// A WebSocket upgrade must carry one; a form post may lack it (old browsers) but may not
+/// name another.
+fn same_origin(headers: &HeaderMap, required: bool) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return !required;
+    };
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        == Some(host)
+}
+
+fn cookie(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::COOKIE).and_then(|v| v.to_str().ok())
+}
+
+/// `text` made safe for a URL's query string (RFC 3986 unreserved characters kept).
+pub(crate) fn query_escape(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                char::from(byte).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_server_is_the_same_origin() {
+        let headers = |origin: Option<&str>| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8091"));
+            if let Some(origin) = origin {
+                headers.insert(header::ORIGIN, HeaderValue::from_str(origin).unwrap());
+            }
+            headers
+        };
+        assert!(same_origin(&headers(Some("http://127.0.0.1:8091")), true));
+        assert!(!same_origin(&headers(Some("http://127.0.0.1:8092")), true));
+        assert!(!same_origin(&headers(Some("http://evil.example")), true));
+        assert!(!same_origin(&headers(Some("null")), true));
+        assert!(!same_origin(&headers(None), true));
+        assert!(same_origin(&headers(None), false));
+        assert_eq!(query_escape("/srv/my repo&x"), "/srv/my%20repo%26x");
+    }
+}

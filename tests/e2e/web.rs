@@ -1,0 +1,520 @@
+//! The web client in a real browser: the real daemon in a temp `NIGHTCROW_HOME`, its
+//! password set by `nightcrow web passwd`, started by `nightcrow web`, and Debian's
+//! headless Chromium driving the page over the DevTools protocol. What the page shows is
+//! read from xterm.js's own buffer and the DOM; the refusals are checked with raw HTTP and
+//! WebSocket requests that a browser would never make.
+//!
+//! Chromium is required (`.ci/run` installs it); without it these tests fail saying so.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nightcrow_test_browser::Browser;
+use nightcrow_test_plugin_artifacts as guests;
+use serde_json::{Value, json};
+use tungstenite::Message;
+use tungstenite::client::IntoClientRequest;
+
+use crate::tui::{PLAIN_SHELL, RECOVERY};
+use crate::util::nightcrow;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A daemon with the web client running on a free port, showing one repository.
+struct Web {
+    home: tempfile::TempDir,
+    repo: tempfile::TempDir,
+    /// `127.0.0.1:PORT`.
+    authority: String,
+    /// The page of the repository, as `nightcrow web` printed it.
+    page: String,
+}
+
+impl Web {
+    fn start(config: &str) -> Web {
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!("{config}\n[web]\nport = 0\n"),
+        )
+        .unwrap();
+        let mut passwd = nightcrow(home.path())
+            .args(["web", "passwd"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(passwd.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+        let passwd = passwd.wait_with_output().unwrap();
+        assert!(passwd.status.success(), "{passwd:?}");
+        let written = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+        assert!(
+            written.contains("password_hash = \"$argon2id$"),
+            "{written}"
+        );
+        assert!(!written.contains(PASSWORD), "{written}");
+        let started = nightcrow(home.path())
+            .arg("web")
+            .arg(repo.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&started.stdout);
+        assert!(started.status.success(), "{started:?}");
+        let page = stdout
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {stdout}"))
+            .to_owned();
+        let authority = page["http://".len()..]
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        Web {
+            home,
+            repo,
+            authority,
+            page,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.authority)
+    }
+
+    /// One HTTP/1.1 request; its status, headers and body.
+    fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut stream = TcpStream::connect(&self.authority).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            request.push_str(&format!("Host: {}\r\n", self.authority));
+        }
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        Reply {
+            status,
+            head: head.to_ascii_lowercase(),
+            body: body.to_owned(),
+        }
+    }
+
+    fn log_in(&self, password: &str) -> Reply {
+        let form = format!("password={}", password.replace(' ', "+"));
+        let headers = [("Content-Type", "application/x-www-form-urlencoded")];
+        self.http("POST", "/login", &headers, &form)
+    }
+
+    /// A session cookie (`nightcrow_session=...`) from a good login.
+    fn session(&self) -> String {
+        let reply = self.log_in(PASSWORD);
+        assert_eq!(reply.status, 303, "{reply:?}");
+        let line = reply
+            .head
+            .lines()
+            .find(|line| line.starts_with("set-cookie:"))
+            .unwrap();
+        line["set-cookie:".len()..]
+            .split(';')
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// A raw WebSocket to the repository's hub with these headers, or the HTTP status it
+    /// was refused with.
+    fn socket(&self, headers: &[(&str, &str)]) -> Result<RawSocket, u16> {
+        let repo = self.repo.path().canonicalize().unwrap();
+        let url = format!("ws://{}/ws?repo={}", self.authority, repo.display());
+        let mut request = url.into_client_request().unwrap();
+        for (name, value) in headers {
+            let name = tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+            request.headers_mut().insert(name, value.parse().unwrap());
+        }
+        match tungstenite::connect(request) {
+            Ok((socket, _)) => {
+                if let tungstenite::stream::MaybeTlsStream::Plain(stream) = socket.get_ref() {
+                    stream
+                        .set_read_timeout(Some(Duration::from_secs(60)))
+                        .unwrap();
+                }
+                Ok(socket)
+            }
+            Err(tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+            Err(error) => panic!("the upgrade failed otherwise: {error}"),
+        }
+    }
+
+    /// A browser on the page, logged in.
+    fn browser(&self) -> Browser {
+        let mut browser = Browser::start(1100, 700);
+        browser.goto(&self.url("/login"));
+        browser.submit_login(PASSWORD);
+        browser.goto(&self.page);
+        browser.wait_for(
+            "the connection",
+            "nightcrow.socket && nightcrow.socket.readyState === 1",
+        );
+        browser
+    }
+}
+
+impl Drop for Web {
+    fn drop(&mut self) {
+        let _ = nightcrow(self.home.path()).arg("stop").output();
+    }
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+type RawSocket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>;
+
+/// The next JSON control message on a raw socket (output frames skipped).
+fn next_message(socket: &mut RawSocket) -> Value {
+    loop {
+        match socket.read().unwrap() {
+            Message::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+            Message::Binary(_) | Message::Ping(_) | Message::Pong(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// The lines of the pane's xterm.js buffer (scrollback included), trailing blanks cut.
+fn buffer_of(pane: &str) -> String {
+    format!(
+        "(() => {{ const p = nightcrow.panes.get({pane}); if (!p) return ''; const b = p.term.buffer.active; \
+         const lines = []; for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true)); \
+         return lines.join('\\n'); }})()"
+    )
+}
+
+const ACTIVE: &str = "nightcrow.active";
+
+/// Waits until the active pane's buffer has a line that is exactly `line`.
+#[track_caller]
+fn wait_for_line(browser: &mut Browser, line: &str) -> String {
+    let check = format!(
+        "{}.split('\\n').includes({})",
+        buffer_of(ACTIVE),
+        json!(line)
+    );
+    browser.wait_for(&format!("the line {line:?}"), &check);
+    browser
+        .eval(&buffer_of(ACTIVE))
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn type_line(browser: &mut Browser, line: &str) {
+    browser.eval("nightcrow.panes.get(nightcrow.active).term.focus(); true");
+    browser.type_text(line);
+    browser.press_enter();
+}
+
+fn tab_labels(browser: &mut Browser) -> Vec<String> {
+    let labels = browser.eval("[...document.querySelectorAll('.tab')].map(t => t.textContent)");
+    serde_json::from_value(labels).unwrap()
+}
+
+#[test]
+fn only_a_session_from_this_origin_gets_in_and_bad_messages_do_not_end_it() {
+    let web = Web::start(PLAIN_SHELL);
+    // Without a session: the login page and its stylesheet, nothing else.
+    let home = web.http("GET", "/", &[], "");
+    assert_eq!(home.status, 303, "{home:?}");
+    assert!(home.head.contains("location: /login"), "{home:?}");
+    for path in ["/assets/app.js", "/assets/xterm.mjs", "/api/repos"] {
+        assert_eq!(web.http("GET", path, &[], "").status, 401, "{path}");
+    }
+    assert_eq!(web.http("GET", "/login", &[], "").status, 200);
+    assert_eq!(
+        web.http("GET", "/assets/nightcrow.css", &[], "").status,
+        200
+    );
+    let origin = format!("http://{}", web.authority);
+    assert_eq!(web.socket(&[("Origin", &origin)]).err(), Some(401));
+    // A page of another name for this address (DNS rebinding) is not answered.
+    let port = web.authority.rsplit(':').next().unwrap();
+    let rebound = web.http(
+        "GET",
+        "/login",
+        &[("Host", &format!("evil.example:{port}"))],
+        "",
+    );
+    assert_eq!(rebound.status, 421, "{rebound:?}");
+
+    // In a real browser: a wrong password is refused, the right one opens the page, and the
+    // session cookie is out of the page's reach.
+    let mut browser = Browser::start(1000, 700);
+    browser.goto(&web.url("/login"));
+    browser.submit_login("not the password");
+    let refusal = browser.eval("document.querySelector('.refusal').textContent");
+    assert_eq!(refusal, json!("Wrong password."));
+    browser.submit_login(PASSWORD);
+    browser.wait_for("the terminal page", "!!document.getElementById('tabs')");
+    assert_eq!(browser.eval("document.cookie"), json!(""));
+    drop(browser);
+
+    // A session from another origin, or from none, gets no WebSocket.
+    let cookie = web.session();
+    let cookie = cookie.as_str();
+    assert!(
+        web.log_in(PASSWORD)
+            .head
+            .contains("httponly; samesite=strict")
+    );
+    let evil = [("Cookie", cookie), ("Origin", "http://evil.example")];
+    assert_eq!(web.socket(&evil).err(), Some(403));
+    assert_eq!(web.socket(&[("Cookie", cookie)]).err(), Some(403));
+
+    // With both: the hub's protocol; a bad message is answered with `error`, and the
+    // connection carries on.
+    let mut socket = web
+        .socket(&[("Cookie", cookie), ("Origin", &origin)])
+        .unwrap();
+    assert_eq!(next_message(&mut socket)["type"], "hello");
+    for bad in [
+        Message::text(r#"{"type":"explode"}"#),
+        Message::text("not json"),
+        Message::text(r#"{"type":"close","pane":1,"extra":true}"#),
+        Message::binary(vec![1, 0, 0, 0, b'x']),
+    ] {
+        socket.send(bad).unwrap();
+        let answer = next_message(&mut socket);
+        assert_eq!(answer["type"], "error", "{answer}");
+    }
+    socket
+        .send(Message::text(r#"{"type":"create","rows":24,"cols":80}"#))
+        .unwrap();
+    assert_eq!(next_message(&mut socket)["type"], "created");
+    // Over the cap: refused without being read in, the connection ends.
+    let oversize = "x".repeat(nightcrow_hub::MAX_MESSAGE_BYTES + 1);
+    socket.send(Message::text(oversize)).unwrap();
+    let ended = loop {
+        match socket.read() {
+            Ok(Message::Close(_)) | Err(_) => break true,
+            Ok(_) => {}
+        }
+    };
+    assert!(ended);
+
+    // Failed logins from one address: after a few, even the right password waits.
+    let mut refused = None;
+    for _ in 0..6 {
+        let reply = web.log_in("guess");
+        if reply.status == 429 {
+            refused = Some(reply);
+            break;
+        }
+        assert_eq!(reply.status, 401, "{reply:?}");
+    }
+    let refused = refused.expect("the failed logins were braked");
+    assert!(refused.head.contains("retry-after:"), "{refused:?}");
+    assert!(
+        refused.body.contains("Too many failed logins"),
+        "{refused:?}"
+    );
+    assert_eq!(web.log_in(PASSWORD).status, 429);
+}
+
+#[test]
+fn panes_in_the_browser_type_resize_and_come_back_after_a_reload() {
+    let web = Web::start(PLAIN_SHELL);
+    let mut browser = web.browser();
+    browser.eval("document.getElementById('new-pane').click(); true");
+    browser.wait_for(
+        "the first tab",
+        "document.querySelectorAll('.tab').length === 1",
+    );
+    type_line(&mut browser, "echo hi");
+    wait_for_line(&mut browser, "hi");
+
+    // A second pane, in view, with its own output.
+    browser.eval("document.getElementById('new-pane').click(); true");
+    browser.wait_for(
+        "the second tab",
+        "document.querySelectorAll('.tab').length === 2",
+    );
+    browser.wait_for(
+        "the second pane in view",
+        "nightcrow.active === nightcrow.order[1]",
+    );
+    type_line(&mut browser, "echo second-$((40+2))");
+    wait_for_line(&mut browser, "second-42");
+    let first = browser.eval(&buffer_of("nightcrow.order[0]"));
+    assert!(!first.as_str().unwrap().contains("second-42"), "{first}");
+    assert_eq!(tab_labels(&mut browser)[..2], ["1:shell×", "2:shell×"]);
+
+    // The PTY follows the terminal, which follows the viewport.
+    let size = |browser: &mut Browser| {
+        let size = browser.eval("[nightcrow.panes.get(nightcrow.active).term.rows, nightcrow.panes.get(nightcrow.active).term.cols]");
+        format!("{} {}", size[0], size[1])
+    };
+    let before = size(&mut browser);
+    type_line(&mut browser, "stty size");
+    wait_for_line(&mut browser, &before);
+    browser.resize(800, 450);
+    browser.wait_for(
+        "the terminal to shrink",
+        &format!("nightcrow.panes.get(nightcrow.active).term.rows + ' ' + nightcrow.panes.get(nightcrow.active).term.cols !== '{before}'"),
+    );
+    let after = size(&mut browser);
+    type_line(&mut browser, "clear; stty size");
+    wait_for_line(&mut browser, &after);
+
+    // A dropped connection and a reload both bring the scrollback back, once. (In the
+    // first pane: the second's `clear` would wipe a duplicate off the screen anyway.)
+    browser.eval("document.querySelectorAll('.tab')[0].click(); true");
+    wait_for_line(&mut browser, "hi");
+    type_line(&mut browser, "echo mark-$((6*7))");
+    wait_for_line(&mut browser, "mark-42");
+    let count = format!(
+        "{}.split('\\n').filter(l => l === 'mark-42').length",
+        buffer_of(ACTIVE)
+    );
+    browser.eval("nightcrow.socket.close(); true");
+    browser.wait_for(
+        "the reconnection",
+        "nightcrow.socket.readyState === 1 && nightcrow.panes.size === 2",
+    );
+    wait_for_line(&mut browser, "mark-42");
+    assert_eq!(browser.eval(&count), json!(1));
+    browser.call("Page.reload", json!({}));
+    browser.wait_for(
+        "the page again",
+        "document.readyState === 'complete' && window.nightcrow && nightcrow.panes.size === 2",
+    );
+    browser.eval("document.querySelectorAll('.tab')[0].click(); true");
+    wait_for_line(&mut browser, "mark-42");
+    assert_eq!(browser.eval(&count), json!(1));
+}
+
+#[test]
+fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hold() {
+    let web = Web::start(&RECOVERY.replace("SCRIPTED", guests::SCRIPTED_WASM));
+    let mut browser = web.browser();
+    browser.wait_for(
+        "both startup panes",
+        "document.querySelectorAll('.tab').length === 2",
+    );
+    assert_eq!(tab_labels(&mut browser), ["1:timed×", "2:untimed×"]);
+    wait_for_line(&mut browser, "timed-ready");
+
+    // Attention on the pane not in view marks its tab until it is viewed.
+    std::fs::write(web.repo.path().join("ping"), "").unwrap();
+    browser.wait_for(
+        "the unread mark",
+        "document.querySelectorAll('.tab')[1].classList.contains('unread')",
+    );
+    assert_eq!(tab_labels(&mut browser)[1], "2:untimed!×");
+    browser.eval("document.querySelectorAll('.tab')[1].click(); true");
+    wait_for_line(&mut browser, "PING");
+    assert_eq!(tab_labels(&mut browser)[1], "2:untimed×");
+
+    // The untimed pane exits: held; its chip has the attempt, no time.
+    let geometry = "[nightcrow.panes.get(nightcrow.active).term.rows, nightcrow.panes.get(nightcrow.active).term.cols]";
+    let before = browser.eval(geometry);
+    type_line(&mut browser, "go");
+    let chip =
+        "document.getElementById('chip').hidden ? '' : document.getElementById('chip').textContent";
+    let untimed = browser.wait_for("the untimed chip", chip);
+    assert_eq!(untimed, json!("exited · backoff · attempt 1 · scripted"));
+    assert_eq!(tab_labels(&mut browser)[1], "2:untimed⚠1×");
+    assert_eq!(
+        browser.eval(geometry),
+        before,
+        "recovery changed the terminal's size"
+    );
+
+    // The timed pane exits: its deadline (1771890527 is 23:48 UTC) and attempt.
+    browser.eval("document.querySelectorAll('.tab')[0].click(); true");
+    wait_for_line(&mut browser, "timed-ready");
+    type_line(&mut browser, "go");
+    browser.wait_for("the timed chip", &format!("({chip}).includes('until')"));
+    assert_eq!(
+        browser.eval(chip),
+        json!("exited · waiting_for_reset · until 23:48 · attempt 1 · scripted")
+    );
+    assert_eq!(tab_labels(&mut browser)[0], "1:timed⏳23:48⚠1×");
+    assert_eq!(
+        browser.eval("document.getElementById('cancel').hidden"),
+        json!(false)
+    );
+    let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("web-screenshot.png");
+    browser.screenshot(&screenshot);
+    eprintln!("screenshot: {}", screenshot.display());
+
+    // Cancel sends `cancel_recovery`: the hold ends and the exited pane's tab goes.
+    browser.eval("document.getElementById('cancel').click(); true");
+    browser.wait_for(
+        "the cancelled hold's tab to go",
+        "document.querySelectorAll('.tab').length === 1",
+    );
+    assert_eq!(tab_labels(&mut browser), ["1:untimed⚠1×"]);
+    let status = nightcrow(web.home.path()).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
+}
+
+#[test]
+fn without_a_password_the_web_client_does_not_start_and_says_how_to_set_one() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("{PLAIN_SHELL}[web]\nport = 0\n"),
+    )
+    .unwrap();
+    let started = nightcrow(home.path())
+        .arg("web")
+        .arg(repo.path())
+        .output()
+        .unwrap();
+    let _ = nightcrow(home.path()).arg("stop").output();
+    let stderr = String::from_utf8_lossy(&started.stderr);
+    assert!(!started.status.success(), "{started:?}");
+    assert!(stderr.contains("nightcrow web passwd"), "{stderr}");
+    // A short password is refused and nothing is written.
+    let mut passwd = nightcrow(home.path())
+        .args(["web", "passwd"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(passwd.stdin.take().unwrap(), "short").unwrap();
+    let passwd = passwd.wait_with_output().unwrap();
+    assert!(!passwd.status.success(), "{passwd:?}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(!config.contains("password_hash"), "{config}");
+}
