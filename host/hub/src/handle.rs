@@ -232,9 +232,9 @@ impl HubHandle {
 
 /// One attached client: its ordered frame stream and its way to send requests.
 ///
-/// The stream ends when the hub shuts down, or when the client fell
-/// [`CLIENT_QUEUE_BYTES`](crate::CLIENT_QUEUE_BYTES) behind (it is disconnected rather than
-/// given a gap; it may attach again).
+/// The stream ends when the hub shuts down, or when the client fell behind and stayed there
+/// (docs/hub.md; it is disconnected rather than given a gap, and may attach again). Up to
+/// [`CLIENT_QUEUE_BYTES`](crate::CLIENT_QUEUE_BYTES) wait for it.
 #[derive(Debug)]
 pub struct Client {
     pub(crate) id: u64,

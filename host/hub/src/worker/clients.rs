@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::{ClientSlot, SlotRecord, Worker, pane_error};
 use crate::client::{CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport};
 use crate::config::StartupCommand;
-use crate::frames::{Refused, frame_queue};
+use crate::frames::{PAUSE_ABOVE, RESUME_BELOW, Refused, STALL_LIMIT, frame_queue};
 use crate::handle::{
     Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
 };
@@ -38,14 +38,16 @@ impl Worker {
                     bytes: scrollback.into(),
                 });
             }
-        }
-        for (_, hold) in self.holds() {
-            if let Some(report) = &hold.report {
+            if let Some(report) = &record.report {
                 replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
             }
         }
-        // The replay is at most a hello, two frames per pane (the scrollback is 256 KiB) and
-        // one per hold, far below the queue's budget; a new client cannot be behind yet.
+        let held = self.slots.values().filter(|record| record.hold.is_some());
+        for report in held.filter_map(|record| record.report.as_ref()) {
+            replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
+        }
+        // The replay is at most a hello, three frames per pane (the scrollback is 256 KiB)
+        // and one per hold, far below the queue's budget; a new client cannot be behind yet.
         for frame in replay {
             let _ = frames.try_send(frame);
         }
@@ -199,11 +201,15 @@ impl Worker {
             })
             .collect();
         let holds = self
-            .holds()
-            .map(|(_, hold)| HoldStatus {
-                pane: hold.pane,
-                expires_in: hold.deadline.saturating_duration_since(now),
-                report: hold.report.clone(),
+            .slots
+            .values()
+            .filter_map(|record| {
+                let hold = record.hold.as_ref()?;
+                Some(HoldStatus {
+                    pane: hold.pane,
+                    expires_in: hold.deadline.saturating_duration_since(now),
+                    report: record.report.clone(),
+                })
             })
             .collect();
         HubStatus {
@@ -225,6 +231,53 @@ impl Worker {
                 }
                 Err(Refused::Closed) => false,
             });
+    }
+
+    /// Stops taking pane output while a client holds more than [`PAUSE_ABOVE`] bytes, and
+    /// takes it again once every client is down to [`RESUME_BELOW`].
+    pub(super) fn check_backlog(&mut self) {
+        self.clients.retain(|client| !client.frames.is_closed());
+        let most = self.most_queued();
+        match &self.paused {
+            None if most > PAUSE_ABOVE => {
+                self.paused = Some(Pause {
+                    since: Instant::now(),
+                    queued: most,
+                });
+            }
+            Some(_) if most <= RESUME_BELOW => self.paused = None,
+            _ => {}
+        }
+    }
+
+    /// [`STALL_LIMIT`] has passed in a pause: clients that took less than [`RESUME_BELOW`]
+    /// bytes in it are dropped (they get what they have queued, then their stream ends), so
+    /// one stopped client cannot hold the panes; if the slowest did drain that much, the
+    /// pause goes on with a fresh limit.
+    pub(super) fn on_stalled_clients(&mut self) {
+        let Some(pause) = self.paused.take() else {
+            return;
+        };
+        let most = self.most_queued();
+        if most + RESUME_BELOW <= pause.queued {
+            self.paused = Some(Pause {
+                since: Instant::now(),
+                queued: most,
+            });
+            return;
+        }
+        self.clients.retain(|client| {
+            let behind = client.frames.queued() > RESUME_BELOW;
+            if behind {
+                tracing::warn!(client = client.id, "client fell behind; disconnected");
+            }
+            !behind
+        });
+    }
+
+    fn most_queued(&self) -> usize {
+        let queued = self.clients.iter().map(|client| client.frames.queued());
+        queued.max().unwrap_or(0)
     }
 
     pub(super) fn send_to_client(&mut self, id: u64, frame: Frame) {
@@ -252,5 +305,26 @@ pub(super) fn created(pane: PaneId, record: &SlotRecord) -> HubMessage {
         title: record.title.clone(),
         rows: record.size.rows(),
         cols: record.size.cols(),
+    }
+}
+
+/// Pane output waiting for a client that fell behind.
+#[derive(Debug)]
+pub(super) struct Pause {
+    since: Instant,
+    /// The most any client had queued when the pause (or its current limit) began.
+    queued: usize,
+}
+
+impl Pause {
+    pub(super) fn stall_at(&self) -> Instant {
+        self.since + STALL_LIMIT
+    }
+}
+
+/// Resolves when the client furthest behind catches up or goes (or at once without clients).
+pub(super) async fn caught_up(clients: &[ClientSlot]) {
+    if let Some(client) = clients.iter().max_by_key(|client| client.frames.queued()) {
+        client.frames.caught_up().await;
     }
 }

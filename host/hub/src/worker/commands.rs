@@ -73,12 +73,8 @@ impl Worker {
                     deadline_epoch: status.deadline_epoch(),
                     attempt: status.attempt(),
                 };
-                if let Some(hold) = self
-                    .slots
-                    .get_mut(status.target().token())
-                    .and_then(|record| record.hold.as_mut())
-                {
-                    hold.report = Some(report.clone());
+                if let Some(record) = self.slots.get_mut(status.target().token()) {
+                    record.report = Some(report.clone());
                 }
                 self.broadcast(Frame::Message(HubMessage::Recovery(report)));
             }
@@ -113,10 +109,13 @@ impl Worker {
         let old = hold.pane;
         match self.table.relaunch(relaunch) {
             Ok(pane) => {
-                let Some(record) = self.slots.get(token) else {
+                let Some(record) = self.slots.get_mut(token) else {
                     return;
                 };
-                self.broadcast(Frame::Message(created(pane, record)));
+                // The new pane starts with no report; the `cancelled` below ends the old one's.
+                record.report = None;
+                let message = created(pane, record);
+                self.broadcast(Frame::Message(message));
                 if let Some(event) = self.opened_event(token) {
                     self.send_to_owner(token, event);
                 }

@@ -2,7 +2,8 @@
 //! the guard and one [`SlotRecord`] per pane slot (title, startup command, owner, intended
 //! plugin, relaunch hold), and is the only code that touches them. It wakes on a hub
 //! request, a pane event, a plugin item, the next idle deadline or the next hold expiry —
-//! never on a fixed tick.
+//! never on a fixed tick. While a client is far behind it stops taking pane events, so a
+//! flood waits for the client instead of the client being dropped (docs/hub.md).
 //!
 //! Split by job: [`clients`] (client requests, attach, status, broadcasts), [`commands`]
 //! (plugin commands through the guard), [`panes`] (opening panes, pane events, holds,
@@ -51,6 +52,9 @@ struct SlotRecord {
     intended: Option<String>,
     /// Set while the exited pane waits for its owner to relaunch it (SPEC §6.2).
     hold: Option<Hold>,
+    /// The owner's latest status for the pane, live or held, replayed to clients that
+    /// attach later (docs/hub.md: SPEC §6.6 keeps it for holds only).
+    report: Option<RecoveryReport>,
     /// Output text on its way to the owner.
     output: output::OutputBatch,
 }
@@ -74,8 +78,6 @@ impl SlotRecord {
 struct Hold {
     pane: PaneId,
     deadline: Instant,
-    /// The latest status for the pane, replayed to clients that attach later (SPEC §6.6).
-    report: Option<RecoveryReport>,
 }
 
 struct PluginSlot {
@@ -103,6 +105,8 @@ pub(crate) struct Worker {
     slots: HashMap<Token, SlotRecord>,
     clients: Vec<ClientSlot>,
     next_client: u64,
+    /// Set while pane output waits for a client that fell behind.
+    paused: Option<clients::Pause>,
 }
 
 impl Worker {
@@ -140,6 +144,7 @@ impl Worker {
             slots: HashMap::new(),
             clients: Vec::new(),
             next_client: 1,
+            paused: None,
         })
     }
 
@@ -155,6 +160,7 @@ impl Worker {
             let idle_at = self.table.next_idle_deadline();
             let expiry_at = self.holds().map(|(_, hold)| hold.deadline).min();
             let output_at = self.slots.values().filter_map(|r| r.output.due()).min();
+            let stall_at = self.paused.as_ref().map(clients::Pause::stall_at);
             tokio::select! {
                 request = self.requests.recv() => match request {
                     Some(request) => {
@@ -164,7 +170,7 @@ impl Worker {
                     }
                     None => return self.shutdown().await,
                 },
-                Some(event) = self.pane_events.recv() => {
+                Some(event) = self.pane_events.recv(), if self.paused.is_none() => {
                     let mut round = vec![event];
                     while round.len() < PANE_EVENTS_PER_ROUND {
                         match self.pane_events.try_recv() {
@@ -175,7 +181,12 @@ impl Worker {
                     for event in panes::coalesce(round) {
                         self.on_pane_event(event);
                     }
+                    self.check_backlog();
                 }
+                () = clients::caught_up(&self.clients), if self.paused.is_some() => {
+                    self.check_backlog();
+                }
+                () = sleep_until(stall_at) => self.on_stalled_clients(),
                 (index, item) = next_supervised(&mut self.plugins) => {
                     self.on_supervised(index, item).await;
                 }

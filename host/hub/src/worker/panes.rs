@@ -62,6 +62,7 @@ impl Worker {
             owner: None,
             intended: None,
             hold: None,
+            report: None,
             output: Default::default(),
         };
         self.broadcast(Frame::Message(created(pane, &record)));
@@ -122,11 +123,7 @@ impl Worker {
                 self.table.release_process(pane);
                 let deadline = Instant::now() + self.config.pending_relaunch_ttl;
                 if let Some(record) = self.slots.get_mut(&token) {
-                    record.hold = Some(Hold {
-                        pane,
-                        deadline,
-                        report: None,
-                    });
+                    record.hold = Some(Hold { pane, deadline });
                 }
                 self.send_to_owner(
                     &token,

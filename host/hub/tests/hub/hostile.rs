@@ -1,6 +1,8 @@
 //! Plugins that flood, spin and bomb memory never hold back pane output: every byte a pane
 //! writes reaches the client, in order (SPEC §4.4, §5.5). Measured in bytes, never in time.
 
+use std::time::Duration;
+
 use nightcrow_guard::PaneId;
 use nightcrow_hub::{Frame, Hub};
 use nightcrow_plugin_host::RuntimeKind;
@@ -14,10 +16,12 @@ use crate::util::{TestHub, plugin, runtime, startup, within};
 /// Reads the client stream until pane `pane` has printed `last` (one number per line, as
 /// `seq` writes them through the PTY), then checks that every line `1..=last` came, in
 /// order. The reading loop only copies bytes: the check runs after it, so a test built
-/// without optimisations still reads as fast as a client must.
-async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64) {
+/// without optimisations still reads as fast as a client must — unless `pace` (bytes a
+/// second) makes it a slow client on purpose.
+async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64, pace: Option<u64>) {
     let end = format!("\n{last}\r\n");
     let mut output: Vec<u8> = Vec::new();
+    let started = tokio::time::Instant::now();
     within(&format!("seq 1 {last} from pane {pane}"), async {
         while !output.ends_with(end.as_bytes()) {
             let frame = hub.client.client.recv().await;
@@ -27,6 +31,11 @@ async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64) {
                 && from == pane.get()
             {
                 output.extend_from_slice(&bytes);
+                if let Some(pace) = pace {
+                    // Paced on the total, not per frame: a timer rounds each short sleep up.
+                    let due = Duration::from_micros(output.len() as u64 * 1_000_000 / pace);
+                    tokio::time::sleep_until(started + due).await;
+                }
             }
         }
     })
@@ -64,7 +73,7 @@ async fn a_flooding_plugin_does_not_hold_back_its_pane() {
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;
     hub.input(pane, "\r").await;
-    expect_sequence(&mut hub, pane, LAST).await;
+    expect_sequence(&mut hub, pane, LAST, None).await;
     let status = hub.hub.status().await.expect("status");
     let health = status.plugins[0].health.as_ref().expect("the flood runs");
     assert_eq!(
@@ -118,15 +127,35 @@ fn hostile_plugins_do_not_disturb_a_large_stream() {
         let stream = hub.startup_pane(0).await;
         let other = hub.startup_pane(1).await;
         hub.input(stream, "\r").await;
-        expect_sequence(&mut hub, stream, LAST).await;
+        expect_sequence(&mut hub, stream, LAST, None).await;
         hub.input(other, "still served\r").await;
         hub.client.output_contains(other, "still served").await;
         hub.shutdown().await;
     });
 }
 
-/// A client that stops reading is disconnected once its queue is full: what it got is a
-/// gapless prefix of the stream, and then its stream ends; a client that reads is unaffected.
+/// A client slower than the flood (3 MB/s; the pane's `seq` is faster) is not
+/// disconnected: the hub waits for it, and it gets every line.
+#[tokio::test]
+async fn a_client_slower_than_a_flood_slows_the_pane_and_stays() {
+    // About 26 MB of output: more than a client may have queued (CLIENT_QUEUE_BYTES).
+    const LAST: u64 = 3_000_000;
+    let (config, repo) = TestHub::config();
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = within(
+        "create",
+        hub.hub.create(None, Some(format!("read go; seq 1 {LAST}"))),
+    )
+    .await
+    .expect("a pane");
+    hub.input(pane, "\r").await;
+    expect_sequence(&mut hub, pane, LAST, Some(3_000_000)).await;
+    hub.shutdown().await;
+}
+
+/// A client that stops reading is disconnected once the hub has waited for it long enough:
+/// what it got is a gapless prefix of the stream, and then its stream ends; a client that
+/// reads is unaffected.
 #[tokio::test]
 async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
     // About 26 MB of output: more than a client may have queued (CLIENT_QUEUE_BYTES).
@@ -141,7 +170,7 @@ async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
     .expect("a pane");
     let mut sleeper = within("attach", hub.hub.attach()).await.expect("attach");
     hub.input(pane, "\r").await;
-    expect_sequence(&mut hub, pane, LAST).await;
+    expect_sequence(&mut hub, pane, LAST, None).await;
     let mut got: Vec<u8> = Vec::new();
     within("the slow client's end", async {
         while let Some(frame) = sleeper.recv().await {
@@ -155,7 +184,8 @@ async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
     .await;
     let text = std::str::from_utf8(&got).expect("seq prints ASCII");
     let mut lines: Vec<&str> = text.trim_start_matches("\r\n").split("\r\n").collect();
-    let partial = lines.pop().unwrap_or_default();
+    // The stream may end between a line's `\r` and its `\n`.
+    let partial = lines.pop().unwrap_or_default().trim_end_matches('\r');
     assert!((lines.len() as u64) < LAST, "never disconnected");
     for (expected, line) in (1..).zip(&lines) {
         assert_eq!(*line, expected.to_string(), "a gap");

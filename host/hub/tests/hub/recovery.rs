@@ -235,6 +235,29 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
     hub.shutdown().await;
 }
 
+/// A running pane's latest report reaches a client that attaches after it was sent, as it
+/// would have reached one attached all along (docs/hub.md).
+#[tokio::test]
+async fn a_running_panes_latest_report_is_replayed_to_a_later_client() {
+    let (mut config, repo) = TestHub::config();
+    config.startup_commands = vec![startup("watched", "sleep 30", Some("watcher"))];
+    config.plugins = vec![scripted("watcher", &["open_status=waiting_for_reset"])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    let report = HubMessage::Recovery(RecoveryReport {
+        pane: pane.get(),
+        state: "waiting_for_reset".to_owned(),
+        detail: None,
+        deadline_epoch: Some(1_771_890_527),
+        attempt: 0,
+    });
+    hub.client.saw(report.clone()).await;
+
+    let mut late = crate::util::Watcher::new(hub.hub.attach().await.expect("attach"));
+    late.saw(report).await;
+    hub.shutdown().await;
+}
+
 /// A hold expires after its TTL: `pane_closed`, `cancelled`, the slot retired.
 #[tokio::test]
 async fn a_hold_expires_after_its_ttl() {

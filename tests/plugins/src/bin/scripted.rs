@@ -3,6 +3,8 @@
 //! what the plugin saw, in order; and answers some events with commands chosen by its
 //! arguments:
 //! - `open_send=TEXT`: on `pane_opened`, `send_input` of `TEXT\r`;
+//! - `open_status=STATE`: on `pane_opened`, a `status` with that state (attempt 0) and the
+//!   deadline below;
 //! - `idle_send=TEXT`: on `pane_idle`, `send_input` of `TEXT\r`;
 //! - `exit_status=STATE`: on `pane_exited`, a `status` with that state (attempt 1) and a
 //!   deadline, or none with `no_deadline`;
@@ -19,6 +21,7 @@ use nightcrow_test_plugins::{Incoming, arg, incoming, log, send};
 
 fn main() {
     let open_send = arg("open_send");
+    let open_status = arg("open_status");
     let idle_send = arg("idle_send");
     let exit_status = arg("exit_status");
     let deadline_epoch =
@@ -55,6 +58,16 @@ fn main() {
             } => {
                 if let Some(text) = &open_send {
                     send(&input(token, *generation, text));
+                }
+                if let Some(state) = &open_status {
+                    send(&Command::Status {
+                        token: token.clone(),
+                        generation: *generation,
+                        state: state.clone(),
+                        detail: None,
+                        deadline_epoch,
+                        attempt: 0,
+                    });
                 }
             }
             Event::PaneIdle {
