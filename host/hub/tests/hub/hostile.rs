@@ -134,22 +134,30 @@ fn hostile_plugins_do_not_disturb_a_large_stream() {
     });
 }
 
+/// About 26 MB of output: more than a client may have queued (CLIENT_QUEUE_BYTES).
+const FLOOD_LINES: u64 = 3_000_000;
+
+/// A hub with one pane that prints `seq 1 FLOOD_LINES` once it gets a line of input.
+async fn hub_with_a_flood() -> (TestHub, PaneId) {
+    let (config, repo) = TestHub::config();
+    let hub = TestHub::start(config, repo).await;
+    let pane = within(
+        "create",
+        hub.hub
+            .create(None, Some(format!("read go; seq 1 {FLOOD_LINES}"))),
+    )
+    .await
+    .expect("a pane");
+    (hub, pane)
+}
+
 /// A client slower than the flood (3 MB/s; the pane's `seq` is faster) is not
 /// disconnected: the hub waits for it, and it gets every line.
 #[tokio::test]
 async fn a_client_slower_than_a_flood_slows_the_pane_and_stays() {
-    // About 26 MB of output: more than a client may have queued (CLIENT_QUEUE_BYTES).
-    const LAST: u64 = 3_000_000;
-    let (config, repo) = TestHub::config();
-    let mut hub = TestHub::start(config, repo).await;
-    let pane = within(
-        "create",
-        hub.hub.create(None, Some(format!("read go; seq 1 {LAST}"))),
-    )
-    .await
-    .expect("a pane");
+    let (mut hub, pane) = hub_with_a_flood().await;
     hub.input(pane, "\r").await;
-    expect_sequence(&mut hub, pane, LAST, Some(3_000_000)).await;
+    expect_sequence(&mut hub, pane, FLOOD_LINES, Some(3_000_000)).await;
     hub.shutdown().await;
 }
 
@@ -158,19 +166,10 @@ async fn a_client_slower_than_a_flood_slows_the_pane_and_stays() {
 /// reads is unaffected.
 #[tokio::test]
 async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
-    // About 26 MB of output: more than a client may have queued (CLIENT_QUEUE_BYTES).
-    const LAST: u64 = 3_000_000;
-    let (config, repo) = TestHub::config();
-    let mut hub = TestHub::start(config, repo).await;
-    let pane = within(
-        "create",
-        hub.hub.create(None, Some(format!("read go; seq 1 {LAST}"))),
-    )
-    .await
-    .expect("a pane");
+    let (mut hub, pane) = hub_with_a_flood().await;
     let mut sleeper = within("attach", hub.hub.attach()).await.expect("attach");
     hub.input(pane, "\r").await;
-    expect_sequence(&mut hub, pane, LAST, None).await;
+    expect_sequence(&mut hub, pane, FLOOD_LINES, None).await;
     let mut got: Vec<u8> = Vec::new();
     within("the slow client's end", async {
         while let Some(frame) = sleeper.recv().await {
@@ -186,7 +185,7 @@ async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
     let mut lines: Vec<&str> = text.trim_start_matches("\r\n").split("\r\n").collect();
     // The stream may end between a line's `\r` and its `\n`.
     let partial = lines.pop().unwrap_or_default().trim_end_matches('\r');
-    assert!((lines.len() as u64) < LAST, "never disconnected");
+    assert!((lines.len() as u64) < FLOOD_LINES, "never disconnected");
     for (expected, line) in (1..).zip(&lines) {
         assert_eq!(*line, expected.to_string(), "a gap");
     }
