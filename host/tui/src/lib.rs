@@ -69,6 +69,10 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     );
     let frame_time = Duration::from_secs(1) / FRAMES_PER_SECOND;
     let mut last_draw = Instant::now() - frame_time;
+    // When parsing may go on: at once, unless the last round left output over, which
+    // means a flood; then one budget a frame, so the emulator leaves the panes' producers
+    // most of a core (the hub waits for this client) and skip-ahead keeps the screen current.
+    let mut parse_at = Instant::now();
     let send = |batch: Vec<ClientRequest>| {
         for request in batch {
             // A closed link ends the frames too; the loop notices there.
@@ -78,7 +82,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     let outcome = loop {
         let now = Instant::now();
         let wake = if app.has_pending_output() {
-            now
+            parse_at
         } else if app.dirty {
             last_draw + frame_time
         } else {
@@ -107,8 +111,14 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
             },
             () = tokio::time::sleep_until(wake.into()) => {}
         }
-        if app.has_pending_output() {
+        if app.has_pending_output() && Instant::now() >= parse_at {
             app.parse_pending(PARSE_BUDGET);
+            let now = Instant::now();
+            parse_at = if app.has_pending_output() {
+                now + frame_time
+            } else {
+                now
+            };
             // Let the readers run between rounds of parsing.
             tokio::task::yield_now().await;
         }
