@@ -20,6 +20,14 @@ const SCROLLBACK_LINES: usize = 5_000;
 /// that stopped reading would be disconnected by the hub.
 const SKIP_AHEAD_AT: usize = 4 * 1024 * 1024;
 const KEEP_ON_SKIP: usize = 256 * 1024;
+/// Most bytes a flooding pane (one that had to skip ahead) parses a round while its flood
+/// lasts: a few screens of text, enough to show it moving. What it skips would be skipped
+/// at the next [`SKIP_AHEAD_AT`] anyway, and the emulator's CPU is taken from the flood's
+/// producers, which wait for this client.
+const FLOOD_BUDGET: usize = 16 * 1024;
+/// A flooding pane that has received nothing for this long is done flooding. Longer than
+/// the pauses between bursts of a flood on a busy machine (docs/tui.md).
+const FLOOD_QUIET: Duration = Duration::from_millis(300);
 /// How long a notice stays on the notice row.
 const NOTICE_FOR: Duration = Duration::from_secs(6);
 
@@ -56,6 +64,10 @@ pub struct Pane {
     pending_len: usize,
     /// The emulator starts afresh before the next parse (output was skipped ahead).
     restart: bool,
+    /// Skipped ahead and not caught up since.
+    flooding: bool,
+    /// When output last arrived.
+    last_output: Instant,
     /// `false` once exited and held for a relaunch.
     pub alive: bool,
     pub recovery: Option<Recovery>,
@@ -73,18 +85,30 @@ impl Pane {
             pending: VecDeque::new(),
             pending_len: 0,
             restart: false,
+            flooding: false,
+            last_output: Instant::now(),
             alive: true,
             recovery: None,
             unread: false,
         }
     }
 
+    /// Queues output for the emulator; returns whether the pane had to skip ahead.
     fn push_output(&mut self, bytes: Bytes) -> bool {
         self.pending_len += bytes.len();
         self.pending.push_back(bytes);
+        self.last_output = Instant::now();
         if self.pending_len <= SKIP_AHEAD_AT {
             return false;
         }
+        self.skip_ahead();
+        self.flooding = true;
+        true
+    }
+
+    /// Keeps the latest [`KEEP_ON_SKIP`] bytes of pending output, to be parsed by a fresh
+    /// emulator.
+    fn skip_ahead(&mut self) {
         while self.pending_len - self.pending[0].len() >= KEEP_ON_SKIP {
             let dropped = self.pending.pop_front().expect("non-empty");
             self.pending_len -= dropped.len();
@@ -94,7 +118,30 @@ impl Pane {
         self.pending[0] = front;
         self.pending_len = KEEP_ON_SKIP;
         self.restart = true;
-        true
+    }
+
+    /// One round of parsing, at most `budget` bytes unless a flood has just ended; returns
+    /// how many bytes were parsed.
+    fn parse_round(&mut self, budget: usize, now: Instant) -> usize {
+        if self.flooding && now.saturating_duration_since(self.last_output) >= FLOOD_QUIET {
+            // The flood is over. Show its end now, from what a re-attach would replay,
+            // rather than work through what scrolled by.
+            self.flooding = false;
+            if self.pending_len > KEEP_ON_SKIP {
+                self.skip_ahead();
+            }
+            return self.parse(KEEP_ON_SKIP);
+        }
+        let budget = if self.flooding {
+            budget.min(FLOOD_BUDGET)
+        } else {
+            budget
+        };
+        let used = self.parse(budget);
+        if self.pending_len == 0 {
+            self.flooding = false;
+        }
+        used
     }
 
     /// Feeds at most `budget` bytes of pending output to the emulator; returns how many.
@@ -255,7 +302,7 @@ impl App {
 
     /// Feeds pending output to the emulators, at most `budget` bytes in all, the pane in
     /// view first; the rest waits for the next round so keys are never kept waiting long.
-    pub fn parse_pending(&mut self, budget: usize) {
+    pub fn parse_pending(&mut self, budget: usize, now: Instant) {
         let mut left = budget;
         let order =
             std::iter::once(self.active).chain((0..self.panes.len()).filter(|&i| i != self.active));
@@ -266,7 +313,7 @@ impl App {
             if pane.pending_len == 0 && !pane.restart {
                 continue;
             }
-            left -= pane.parse(left);
+            left = left.saturating_sub(pane.parse_round(left, now));
             if index == self.active {
                 self.dirty = true;
             }

@@ -214,7 +214,7 @@ fn a_second_hello_starts_over_and_keeps_the_pane_in_view() {
     created(&mut app, 1);
     created(&mut app, 2);
     output(&mut app, 2, b"replayed");
-    app.parse_pending(usize::MAX);
+    app.parse_pending(usize::MAX, Instant::now());
     let pane = app.active_pane().expect("a pane in view");
     assert_eq!(pane.id, 2);
     assert_eq!(
@@ -267,7 +267,25 @@ fn output_past_the_limit_is_skipped_ahead_to_its_latest_bytes() {
     output(&mut app, 1, b"\x1b[2J\x1b[Hthe latest line");
     assert_eq!(app.skips, 1);
     assert_eq!(app.panes[0].pending_len, KEEP_ON_SKIP);
-    app.parse_pending(usize::MAX);
+    // While the flood lasts, a round parses a little of it, whatever the budget.
+    let flowing = |app: &App| app.panes[0].last_output;
+    app.parse_pending(usize::MAX, flowing(&app));
+    assert_eq!(app.panes[0].pending_len, KEEP_ON_SKIP - FLOOD_BUDGET);
+    output(&mut app, 1, &chunk);
+    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_QUIET / 2);
+    assert_eq!(
+        app.panes[0].pending_len,
+        KEEP_ON_SKIP - 2 * FLOOD_BUDGET + chunk.len()
+    );
+    // Once nothing has come for a while the flood is over, and its end is on the screen at
+    // once.
+    for _ in 0..4 {
+        output(&mut app, 1, &chunk);
+    }
+    output(&mut app, 1, b"\x1b[2J\x1b[Hthe latest line");
+    app.parse_pending(usize::MAX, flowing(&app));
+    assert!(app.panes[0].pending_len > KEEP_ON_SKIP);
+    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_QUIET);
     assert!(!app.has_pending_output());
     assert!(
         app.panes[0]
@@ -284,7 +302,7 @@ fn scrollback_mode_moves_through_history_and_leaves_on_q() {
     created(&mut app, 1);
     let lines: String = (1..=50).map(|n| format!("line {n}\r\n")).collect();
     output(&mut app, 1, lines.as_bytes());
-    app.parse_pending(usize::MAX);
+    app.parse_pending(usize::MAX, Instant::now());
     app.on_input(b"\x06[");
     assert_eq!(app.mode, Mode::Scrollback(0));
     app.on_input(b"\x1b[5~");
