@@ -20,6 +20,7 @@
 //!
 //! ```text
 //! cargo bench --bench attach               # release build, 200 MB, 3 runs, 200 keys
+//!                                          # (every size: one untimed raw run first)
 //! cargo test --bench attach                # the same sizes in the test profile
 //! cargo test --bench attach -- --quick     # 4 MB, 1 run, 20 keys: proves it works (CI)
 //! ```
@@ -104,6 +105,13 @@ fn main() {
     let lines = write_lines(&file, sizes.file_bytes);
     let command = format!("cat {}; printf 'END-%s\\n' OF-BENCH", file.display());
 
+    // Untimed: the first flood through a new daemon (and beside a browser that has just
+    // started) ran at a half to a third of the later ones' pace, which made every first
+    // ratio an outlier and moved the medians.
+    eprintln!("warm-up run: raw socket client");
+    daemon
+        .flood(|| tokio.block_on(raw_throughput(&daemon, &command, sizes.file_bytes)))
+        .expect("the warm-up flood arrives");
     // Interleaved so that whatever else the machine does affects both clients alike.
     let mut raw_runs = Vec::new();
     let mut tui_runs = Vec::new();
@@ -462,6 +470,9 @@ fn write_lines(path: &Path, bytes: usize) -> usize {
         writeln!(out, "{number:09} {filler}").expect("the file is written");
     }
     out.flush().expect("the file is written");
+    // On disk before any run is timed: the kernel writing 200 MB back during the first
+    // run took a core from it.
+    out.get_ref().sync_all().expect("the file is written");
     lines
 }
 
