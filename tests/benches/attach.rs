@@ -108,19 +108,17 @@ fn main() {
     // Untimed: the first flood through a new daemon (and beside a browser that has just
     // started) ran at a half to a third of the later ones' pace, which made every first
     // ratio an outlier and moved the medians.
+    let raw_run =
+        || daemon.flood(|| tokio.block_on(raw_throughput(&daemon, &command, sizes.file_bytes)));
     eprintln!("warm-up run: raw socket client");
-    daemon
-        .flood(|| tokio.block_on(raw_throughput(&daemon, &command, sizes.file_bytes)))
-        .expect("the warm-up flood arrives");
+    raw_run().expect("the warm-up flood arrives");
     // Interleaved so that whatever else the machine does affects both clients alike.
     let mut raw_runs = Vec::new();
     let mut tui_runs = Vec::new();
     let mut web_runs = Vec::new();
     for run in 1..=sizes.runs {
         eprintln!("throughput run {run}/{}: raw socket client", sizes.runs);
-        raw_runs.push(
-            daemon.flood(|| tokio.block_on(raw_throughput(&daemon, &command, sizes.file_bytes))),
-        );
+        raw_runs.push(raw_run());
         eprintln!("throughput run {run}/{}: TUI", sizes.runs);
         tui_runs.push(daemon.flood(|| tui_throughput(&daemon, &command)));
         eprintln!("throughput run {run}/{}: web client", sizes.runs);

@@ -111,8 +111,9 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
             },
             () = tokio::time::sleep_until(wake.into()) => {}
         }
-        if app.has_pending_output() && Instant::now() >= parse_at {
-            app.parse_pending(PARSE_BUDGET, Instant::now());
+        let woke = Instant::now();
+        if app.has_pending_output() && woke >= parse_at {
+            app.parse_pending(PARSE_BUDGET, woke);
             let now = Instant::now();
             parse_at = if app.has_pending_output() {
                 now + frame_time
