@@ -80,7 +80,10 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
         .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
     let exe = std::env::current_exe().map_err(|e| other(format!("cannot find myself: {e}")))?;
     let mut command = std::process::Command::new(exe);
-    command.env("NIGHTCROW_HOME", home.root());
+    command
+        .env("NIGHTCROW_HOME", home.root())
+        .arg("--log-file")
+        .arg(&log_path);
     if let Some(config) = config {
         command.arg("--config").arg(config);
     }

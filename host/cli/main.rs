@@ -14,6 +14,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nightcrow_daemon::Home;
+use nightcrow_daemon::logfile::{LOG_ROTATE_BYTES, LogFile};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// Terminal session daemon with a sandboxed WebAssembly plugin host for AI coding CLIs.
 ///
@@ -33,6 +35,9 @@ struct Cli {
     /// Log line format (filter with `NIGHTCROW_LOG`, e.g. `debug` or `nightcrow_hub=trace`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Log to this file, rotated at 10 MiB to FILE.1 (what `-d` gives the daemon it starts).
+    #[arg(long, hide = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Action>,
 }
@@ -124,9 +129,9 @@ fn main() -> ExitCode {
             let tui = !plain && std::io::IsTerminal::is_terminal(&std::io::stdout());
             if tui {
                 // Log lines would scribble over the TUI: keep only errors, on stderr.
-                install_logging(cli.log_format, "error");
+                install_logging(cli.log_format, "error", None);
             } else {
-                install_logging(cli.log_format, "warn");
+                install_logging(cli.log_format, "warn", None);
             }
             demo::run(tui)
         }
@@ -139,7 +144,7 @@ fn main() -> ExitCode {
             attach::run(&home, dir.as_deref(), config.as_deref(), leader)
         }),
         Some(Action::Plugin(action)) => {
-            install_logging(cli.log_format, "info");
+            install_logging(cli.log_format, "info", None);
             load_config(cli.config.as_deref()).and_then(|config| {
                 let home = home()?;
                 plugin::run(action, config.as_ref(), &home).map_err(Failure::Other)
@@ -170,7 +175,7 @@ fn main() -> ExitCode {
             daemon::background(&home, config.as_deref(), cli.log_format == LogFormat::Json)
         }),
         None => home().and_then(|home| {
-            install_logging(cli.log_format, "info");
+            install_logging(cli.log_format, "info", cli.log_file.as_deref());
             let source = daemon::config_source(config_path(cli.config.as_deref())?)?;
             daemon::foreground(&home, source)
         }),
@@ -188,22 +193,35 @@ fn main() -> ExitCode {
     }
 }
 
-/// Log lines (a plugin's stderr among them) to stderr. `NIGHTCROW_LOG` filters like
-/// `RUST_LOG`; wasmtime's own DEBUG lines echo guest output, so they stay off by default.
-fn install_logging(format: LogFormat, level: &str) {
+/// Log lines (a plugin's stderr among them) to stderr, or to `file` (rotating). `NIGHTCROW_LOG`
+/// filters like `RUST_LOG`; wasmtime's own DEBUG lines echo guest output, so they stay off
+/// by default.
+fn install_logging(format: LogFormat, level: &str, file: Option<&Path>) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("NIGHTCROW_LOG").unwrap_or_else(|_| {
             tracing_subscriber::EnvFilter::new(format!(
                 "{level},wasmtime=warn,wasmtime_wasi=warn,cranelift=warn"
             ))
         });
+    let opened = file.map(|path| (path, LogFile::open(path, LOG_ROTATE_BYTES)));
+    let (writer, ansi) = match opened {
+        Some((_, Ok(log))) => {
+            let log = log.with_stdio();
+            (BoxMakeWriter::new(move || log.clone()), false)
+        }
+        other => {
+            if let Some((path, Err(error))) = other {
+                eprintln!("cannot open {}: {error}; logging to stderr", path.display());
+            }
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            (BoxMakeWriter::new(std::io::stderr), ansi)
+        }
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
+        LogFormat::Text => builder.with_ansi(ansi).init(),
         LogFormat::Json => builder.json().init(),
     }
 }

@@ -100,6 +100,12 @@ pub struct PluginArgs {
     /// Longest run without blocking, in milliseconds.
     #[arg(long, default_value_t = Sandbox::DEFAULT_CPU_SLICE_MS)]
     cpu_slice_ms: u32,
+    /// Share of one core the plugin may use, in percent, averaged over `--cpu-window-secs`.
+    #[arg(long, default_value_t = Sandbox::DEFAULT_CPU_PERCENT)]
+    cpu_percent: u32,
+    /// The window `--cpu-percent` is averaged over, in seconds.
+    #[arg(long, default_value_t = Sandbox::DEFAULT_CPU_WINDOW_SECS)]
+    cpu_window_secs: u32,
     /// Arguments for the plugin.
     #[arg(last = true)]
     args: Vec<String>,
@@ -298,6 +304,8 @@ impl PluginArgs {
                 connect: self.connect,
                 memory_mib: self.memory_mib,
                 cpu_slice_ms: self.cpu_slice_ms,
+                cpu_percent: self.cpu_percent,
+                cpu_window_secs: self.cpu_window_secs,
             },
         })
     }

@@ -232,6 +232,25 @@ fn spin_at_start() {
 }
 
 #[test]
+fn hoard_handles() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("held");
+    std::fs::write(&file, "x").unwrap();
+    let dir = dir.path().to_str().unwrap();
+    fails(
+        &[
+            guests::HOARD_HANDLES_WASM,
+            "--read",
+            dir,
+            "--",
+            &format!("open={}", file.display()),
+        ],
+        "stays_up",
+        "handle limit hit",
+    );
+}
+
+#[test]
 fn token_guesser() {
     fails(
         &[guests::TOKEN_GUESSER_WASM],

@@ -75,6 +75,7 @@ on_both_runtimes!(
     env_not_granted,
     restart_loop,
     scripted,
+    spin_with_pauses,
 );
 on_wasm_only!(
     memory_bomb,
@@ -82,7 +83,8 @@ on_wasm_only!(
     read_outside_grants,
     write_into_read_only_grant,
     connect_not_granted,
-    foreign_import
+    foreign_import,
+    hoard_handles,
 );
 
 /// A plugin name unique to this case and runtime, so captured logs do not mix.
@@ -238,6 +240,48 @@ async fn spin_after_event(kind: RuntimeKind) {
     expect_runaway_end(&name, kind, &plugin, 100).await;
     companion.answers().await;
     assert_eq!(plugin.try_recv(), None, "a spinning guest said more");
+}
+
+/// 80 ms of work, 1 ms of sleep: no slice catches it (each sleep starts a new one), the CPU
+/// budget (25 % of a core over 10 s) does, within the window, on both runtimes.
+async fn spin_with_pauses(kind: RuntimeKind) {
+    let name = name("spin_with_pauses", kind);
+    let mut companion = Companion::start(&name, kind).await;
+    let case = spec(
+        &name,
+        guests::SPIN_AT_START,
+        kind,
+        &["spin_ms=80", "sleep_ms=1"],
+    );
+    let plugin = start(&case).await;
+    let began = std::time::Instant::now();
+    companion.answers().await;
+    let (cause, requested) = within("the CPU budget to stop the guest", plugin.ended()).await;
+    assert_eq!(
+        (cause, requested),
+        (
+            ExitCause::CpuBudget {
+                percent: 25,
+                window_secs: 10
+            },
+            false
+        )
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+    logged(
+        &name,
+        &[
+            "plugin failed",
+            "CPU budget hit",
+            "25 % of a core over 10 s",
+        ],
+    )
+    .await;
+    companion.answers().await;
 }
 
 async fn expect_runaway_end(
@@ -719,6 +763,70 @@ async fn connect_not_granted(kind: RuntimeKind) {
             listener.local_addr()
         );
     }
+}
+
+/// Files opened in a read grant, or sockets under a connect grant, held one after another:
+/// the guest is failed at [`MAX_HANDLES`](nightcrow_plugin_host::MAX_HANDLES) with that
+/// cause, and this process (the daemon's stand-in) never holds many more descriptors.
+async fn hoard_handles(kind: RuntimeKind) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("held");
+    std::fs::write(&file, "x").expect("write");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = format!("127.0.0.1:{}", port(&listener));
+    // Accept and keep every connection, so each connect succeeds at once.
+    let accepting = listener.try_clone().expect("clone");
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        while let Ok((stream, _)) = accepting.accept() {
+            kept.push(stream);
+        }
+    });
+    let opens = format!("open={}", file.display());
+    let connects = format!("connect={address}");
+    for (what, arg) in [("files", opens.as_str()), ("sockets", connects.as_str())] {
+        let name = format!("{}-{what}", name("hoard_handles", kind));
+        let mut companion = Companion::start(&name, kind).await;
+        let mut case = spec(&name, guests::HOARD_HANDLES, kind, &[arg]);
+        case.sandbox.read_dirs = vec![dir.path().to_owned()];
+        case.sandbox.connect =
+            vec![nightcrow_plugin_host::ConnectRule::parse(&address).expect("rule")];
+        let before = open_fds();
+        let mut plugin = start(&case).await;
+        let mut said = Vec::new();
+        let mut most = 0;
+        while let Some(command) = within("the hoard's reports", plugin.recv()).await {
+            said.push(log_message(command));
+            most = most.max(open_fds());
+        }
+        assert!(
+            said.iter().all(|line| line.contains("holding")) && !said.is_empty(),
+            "{what}: {said:?}"
+        );
+        let (cause, requested) = within("the handle limit", plugin.ended()).await;
+        assert_eq!(
+            (cause, requested),
+            (
+                ExitCause::HandleLimit {
+                    limit: nightcrow_plugin_host::MAX_HANDLES
+                },
+                false
+            ),
+            "{what}"
+        );
+        logged(&name, &["plugin failed", "handle limit hit"]).await;
+        let grown = most.saturating_sub(before);
+        assert!(
+            grown < 2 * nightcrow_plugin_host::MAX_HANDLES,
+            "{what}: {grown} more descriptors"
+        );
+        companion.answers().await;
+    }
+}
+
+/// Descriptors this process holds now.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
 }
 
 fn port(listener: &std::net::TcpListener) -> u16 {

@@ -7,6 +7,9 @@
 //!   guest of `tests/plugins`: the good ones pass, each hostile one fails the rule it breaks.
 //! - [`daemon`]: the daemon as a real process: one per home, 0600 socket, `kill -9` and
 //!   the stale socket, a socket client attaching twice, config errors, reload, the demo.
+//! - [`exhaustion`]: a background daemon under a low open-files limit against idle and slow
+//!   web connections and a plugin flooding `log`: `status` keeps answering, the log stays
+//!   small.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
 //! - [`registry`]: `plugin install|list|remove`, and an installed file refused once it
@@ -33,6 +36,7 @@ mod cache;
 mod cli;
 mod conformance;
 mod daemon;
+mod exhaustion;
 mod hostile;
 mod plugin_cli;
 mod recovery;

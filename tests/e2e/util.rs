@@ -46,7 +46,25 @@ pub fn runtime() -> &'static PluginRuntime {
 /// compilation cache for every case of this binary standing in for the user cache dir, so
 /// tests never write into the real one.
 pub fn nightcrow(home: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_nightcrow"));
+    with_test_env(
+        std::process::Command::new(env!("CARGO_BIN_EXE_nightcrow")),
+        home,
+    )
+}
+
+/// [`nightcrow`] allowed at most `open_files` file descriptors (soft and hard limit), through
+/// util-linux's `prlimit`.
+#[cfg(target_os = "linux")]
+pub fn nightcrow_with_open_files(home: &Path, open_files: u64) -> std::process::Command {
+    let mut command = std::process::Command::new("prlimit");
+    command
+        .arg(format!("--nofile={open_files}:{open_files}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_nightcrow"));
+    with_test_env(command, home)
+}
+
+fn with_test_env(mut command: std::process::Command, home: &Path) -> std::process::Command {
     command
         .env("NIGHTCROW_HOME", home)
         .env(

@@ -8,7 +8,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -42,21 +42,7 @@ impl Web {
             format!("{config}\n[web]\nport = 0\n"),
         )
         .unwrap();
-        let mut passwd = nightcrow(home.path())
-            .args(["web", "passwd"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        writeln!(passwd.stdin.take().unwrap(), "{PASSWORD}").unwrap();
-        let passwd = passwd.wait_with_output().unwrap();
-        assert!(passwd.status.success(), "{passwd:?}");
-        let written = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-        assert!(
-            written.contains("password_hash = \"$argon2id$"),
-            "{written}"
-        );
-        assert!(!written.contains(PASSWORD), "{written}");
+        set_password(home.path());
         let started = nightcrow(home.path())
             .arg("web")
             .arg(repo.path())
@@ -178,6 +164,25 @@ impl Web {
         );
         browser
     }
+}
+
+/// Sets the web password with `nightcrow web passwd`; only its hash reaches the config.
+pub(crate) fn set_password(home: &Path) {
+    let mut passwd = nightcrow(home)
+        .args(["web", "passwd"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(passwd.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+    let passwd = passwd.wait_with_output().unwrap();
+    assert!(passwd.status.success(), "{passwd:?}");
+    let written = std::fs::read_to_string(home.join("config.toml")).unwrap();
+    assert!(
+        written.contains("password_hash = \"$argon2id$"),
+        "{written}"
+    );
+    assert!(!written.contains(PASSWORD), "{written}");
 }
 
 impl Drop for Web {

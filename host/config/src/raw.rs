@@ -40,6 +40,8 @@ pub(crate) struct RawWeb {
     pub password_hash: Option<Spanned<String>>,
     #[serde(default)]
     pub insecure: bool,
+    pub max_connections: Option<Spanned<usize>>,
+    pub request_timeout_secs: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -87,4 +89,6 @@ pub(crate) struct RawSandbox {
     pub connect: Vec<Spanned<String>>,
     pub memory_mib: Option<Spanned<u32>>,
     pub cpu_slice_ms: Option<Spanned<u32>>,
+    pub cpu_percent: Option<Spanned<u32>>,
+    pub cpu_window_secs: Option<Spanned<u32>>,
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use nightcrow_guard::{ConnectRule, GuardLimits, Sandbox};
 use toml::Spanned;
@@ -46,6 +47,19 @@ pub struct WebConfig {
     /// Argon2id PHC string; the web client refuses to start without one.
     pub password_hash: Option<String>,
     pub insecure: bool,
+    /// HTTP connections served at once; more are closed as soon as they are accepted (the
+    /// daemon lowers it further to a quarter of its file-descriptor limit).
+    pub max_connections: usize,
+    /// The longest a connection may take to send a request (headers and body), and the
+    /// longest it may stay open idle between requests.
+    pub request_timeout: Duration,
+}
+
+impl WebConfig {
+    /// Default for `max_connections`.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+    /// Default for `request_timeout_secs`.
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 }
 
 impl Default for WebConfig {
@@ -56,6 +70,8 @@ impl Default for WebConfig {
             port: 8091,
             password_hash: None,
             insecure: false,
+            max_connections: WebConfig::DEFAULT_MAX_CONNECTIONS,
+            request_timeout: WebConfig::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -69,6 +85,26 @@ fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
         insecure: raw.insecure,
         ..WebConfig::default()
     };
+    match raw.max_connections {
+        Some(value) if *value.get_ref() == 0 => {
+            problems.push((
+                value.span(),
+                "max_connections must be at least 1".to_owned(),
+            ));
+        }
+        Some(value) => web.max_connections = value.into_inner(),
+        None => {}
+    }
+    match raw.request_timeout_secs {
+        Some(value) if *value.get_ref() == 0 => {
+            problems.push((
+                value.span(),
+                "request_timeout_secs must be at least 1".to_owned(),
+            ));
+        }
+        Some(value) => web.request_timeout = Duration::from_secs(value.into_inner()),
+        None => {}
+    }
     if let Some(bind) = raw.bind {
         match bind.get_ref().trim().parse::<IpAddr>() {
             Err(_) => problems.push((
@@ -349,6 +385,19 @@ fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> Sandbox {
         Sandbox::DEFAULT_CPU_SLICE_MS,
         "cpu_slice_ms",
     );
+    let cpu_window_secs = positive(
+        raw.cpu_window_secs,
+        Sandbox::DEFAULT_CPU_WINDOW_SECS,
+        "cpu_window_secs",
+    );
+    let cpu_percent = match raw.cpu_percent {
+        Some(value) if !(1..=100).contains(value.get_ref()) => {
+            problems.push((value.span(), "cpu_percent must be from 1 to 100".to_owned()));
+            Sandbox::DEFAULT_CPU_PERCENT
+        }
+        Some(value) => value.into_inner(),
+        None => Sandbox::DEFAULT_CPU_PERCENT,
+    };
     let mut read_dirs = Vec::with_capacity(raw.read_dirs.len());
     for dir in raw.read_dirs {
         let path = PathBuf::from(expand_home(dir.get_ref(), home));
@@ -376,6 +425,8 @@ fn sandbox(raw: RawSandbox, home: &Path, problems: &mut Problems) -> Sandbox {
         connect,
         memory_mib,
         cpu_slice_ms,
+        cpu_percent,
+        cpu_window_secs,
     }
 }
 

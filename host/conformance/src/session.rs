@@ -290,7 +290,9 @@ impl Session {
         let after = Usage::now();
         if let Some(cause) = self.ended() {
             return match cause {
-                ExitCause::CpuLimit { .. } => (false, format!("it spun until stopped: {cause}")),
+                ExitCause::CpuLimit { .. } | ExitCause::CpuBudget { .. } => {
+                    (false, format!("it spun until stopped: {cause}"))
+                }
                 other => (false, format!("not judged: it ended first ({other})")),
             };
         }

@@ -2,14 +2,17 @@
 //! the installed-plugin registry ([`registry`]), the config-to-hub mapping ([`mapping`]),
 //! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the typed
 //! requests and answers spoken over it ([`message`]), the server that owns the hubs
-//! ([`server`]) and the CLI's side of a connection ([`client`]).
+//! ([`server`]) and the CLI's side of a connection ([`client`]); its file-descriptor budget
+//! ([`fdlimit`]) and its rotating log file ([`logfile`]).
 //!
 //! It refuses to trust a file it did not install: an installed plugin runs only while its
 //! bytes still hash to what `plugin install` recorded.
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod fdlimit;
 pub mod frame;
+pub mod logfile;
 pub mod mapping;
 pub mod message;
 pub mod registry;

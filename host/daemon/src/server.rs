@@ -14,11 +14,13 @@ use std::sync::{Arc, Weak};
 use nightcrow_config::Config;
 use nightcrow_hub::{Frame, Hub, HubHandle};
 use nightcrow_plugin_host::PluginRuntime;
+use nightcrow_web::accept::AcceptBackoff;
 use nightcrow_web::{Hubs, WebServer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::Home;
+use crate::fdlimit::web_connection_cap;
 use crate::frame::{WireFrame, read_frame, write_frame, write_output};
 use crate::mapping::hub_config;
 use crate::message::{
@@ -52,6 +54,8 @@ pub struct Daemon {
     runtime: PluginRuntime,
     state: Mutex<State>,
     stop: Notify,
+    /// The open-files limit after raising it at start; the web client's cap follows it.
+    open_files: Option<u64>,
 }
 
 struct State {
@@ -77,6 +81,7 @@ impl Daemon {
                 web: None,
             }),
             stop: Notify::new(),
+            open_files: crate::fdlimit::raise_open_files_limit(),
         })
     }
 
@@ -94,13 +99,15 @@ impl Daemon {
             tracing::error!(%error, "[web] enabled = true, but the web client did not start");
         }
         tokio::pin!(interrupted);
+        let mut backoff = AcceptBackoff::new("daemon socket");
         loop {
             tokio::select! {
                 accepted = claim.listener().accept() => match accepted {
                     Ok(stream) => {
+                        backoff.accepted();
                         tokio::spawn(Arc::clone(&self).connection(stream));
                     }
-                    Err(error) => tracing::warn!(%error, "accepting a client failed"),
+                    Err(error) => backoff.failed(&error).await,
                 },
                 () = self.stop.notified() => break,
                 () = &mut interrupted => break,
@@ -147,7 +154,9 @@ impl Daemon {
         let mut state = self.state.lock().await;
         if state.web.is_none() {
             let hubs = DaemonHubs(Arc::downgrade(self));
-            let server = WebServer::start(&state.config.web, hubs)
+            let mut config = state.config.web.clone();
+            config.max_connections = web_connection_cap(config.max_connections, self.open_files);
+            let server = WebServer::start(&config, hubs)
                 .await
                 .map_err(|error| error.to_string())?;
             state.web = Some(server);

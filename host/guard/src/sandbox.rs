@@ -18,6 +18,11 @@ pub struct Sandbox {
     pub memory_mib: u32,
     /// Longest the guest may compute without blocking before it is killed as a runaway.
     pub cpu_slice_ms: u32,
+    /// Share of one core the guest may use, in percent, averaged over `cpu_window_secs`;
+    /// over it the guest is stopped (short sleeps do not reset the count).
+    pub cpu_percent: u32,
+    /// The window `cpu_percent` is averaged over, in seconds.
+    pub cpu_window_secs: u32,
 }
 
 impl Sandbox {
@@ -25,6 +30,10 @@ impl Sandbox {
     pub const DEFAULT_MEMORY_MIB: u32 = 64;
     /// SPEC §4.3 default for `cpu_slice_ms`.
     pub const DEFAULT_CPU_SLICE_MS: u32 = 200;
+    /// Default for `cpu_percent`: a quarter of a core.
+    pub const DEFAULT_CPU_PERCENT: u32 = 25;
+    /// Default for `cpu_window_secs`.
+    pub const DEFAULT_CPU_WINDOW_SECS: u32 = 10;
 
     /// The grants and limits as a person reads them, one `(what, value)` pair per line:
     /// `("outbound TCP", "127.0.0.1:4096")`; an empty grant reads `none`.
@@ -44,8 +53,8 @@ impl Sandbox {
             (
                 "limits",
                 format!(
-                    "{} MiB memory, {} ms without blocking",
-                    self.memory_mib, self.cpu_slice_ms
+                    "{} MiB memory, {} ms without blocking, {} % of a core over {} s",
+                    self.memory_mib, self.cpu_slice_ms, self.cpu_percent, self.cpu_window_secs
                 ),
             ),
         ]
@@ -60,6 +69,8 @@ impl Default for Sandbox {
             connect: Vec::new(),
             memory_mib: Sandbox::DEFAULT_MEMORY_MIB,
             cpu_slice_ms: Sandbox::DEFAULT_CPU_SLICE_MS,
+            cpu_percent: Sandbox::DEFAULT_CPU_PERCENT,
+            cpu_window_secs: Sandbox::DEFAULT_CPU_WINDOW_SECS,
         }
     }
 }
@@ -78,7 +89,7 @@ mod tests {
                 ("outbound TCP", "none".to_owned()),
                 (
                     "limits",
-                    "64 MiB memory, 200 ms without blocking".to_owned()
+                    "64 MiB memory, 200 ms without blocking, 25 % of a core over 10 s".to_owned()
                 ),
             ]
         );

@@ -9,7 +9,9 @@
 //!   function from its [`Sandbox`] only (read-only preopens, loopback connect allowlist, the
 //!   listed env, no UDP, no name lookup; nothing inherited from the daemon).
 //! - Memory and table growth past `memory_mib` traps; computing longer than `cpu_slice_ms`
-//!   without blocking is interrupted by the shared engine's epoch ticks.
+//!   without blocking is interrupted by the shared engine's epoch ticks; using more than
+//!   `cpu_percent` of a core over `cpu_window_secs` (both runtimes) or holding more than
+//!   [`MAX_HANDLES`] WASI handles ends the guest.
 //! - Every byte a plugin writes goes through the capped line reader and
 //!   `nightcrow_protocol::decode_command`; a decoded [`Command`](nightcrow_protocol::Command)
 //!   grants nothing (the guard judges it). Queues are bounded both ways: events to a slow
@@ -38,6 +40,7 @@
 //! ```
 
 mod audit;
+mod cpu;
 mod engine;
 mod limits;
 mod native;
@@ -55,13 +58,14 @@ use std::path::PathBuf;
 
 pub use audit::{ALLOWED_IMPORTS, WASIP1_MODULE, abilities, import_allowed};
 pub use engine::{CacheStats, RuntimeConfig, RuntimeError};
-pub use limits::{EPOCH_TICK, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
+pub use limits::{EPOCH_TICK, MAX_HANDLES, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 pub use nightcrow_guard::ConnectRuleError;
 pub use plugin::{
     Health, INBOUND_QUEUE, KEPT_REJECTIONS, OUTBOUND_QUEUE, Plugin, PluginState, Rejection,
     SHUTDOWN_GRACE,
 };
 pub use process::{BoxFuture, ExitCause, Launched, PluginProcess};
+pub use ratelimit::RateLimit;
 pub use runtime::PluginRuntime;
 pub use spec::{ConnectRule, PluginSource, PluginSpec, RuntimeKind, Sandbox};
 pub use supervisor::{Backoff, Decision, Lifecycle, RestartPolicy, Supervised, Supervisor};

@@ -1,5 +1,7 @@
-//! A guest's limits inside its store: memory and tables through a `ResourceLimiter`, CPU
-//! through the shared engine's epoch ticks, and which limit (if any) ended the guest.
+//! A guest's limits inside its store: memory and tables through a `ResourceLimiter`, WASI
+//! handles through the resource table's capacity, CPU through the shared engine's epoch
+//! ticks (the slice) and the thread CPU time of its polls (the budget), and which limit (if
+//! any) ended the guest.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,9 +10,11 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use wasmtime::component::ResourceTableError;
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::I32Exit;
 
+use crate::cpu::{CpuBudget, PollClock};
 use crate::process::ExitCause;
 use crate::spec::Sandbox;
 
@@ -25,6 +29,11 @@ pub const MAX_INSTANCES: usize = 16;
 pub const MAX_TABLES: usize = 8;
 /// Linear memories a store may hold.
 pub const MAX_MEMORIES: usize = 4;
+/// WASI handles a guest may hold at once: open files and directories, sockets, streams,
+/// pollables (its stdio and preopens among them). Each file, directory or socket is a file
+/// descriptor of the daemon's, so this is what keeps a guest from using up the daemon's.
+/// One more fails the guest like the memory limit.
+pub const MAX_HANDLES: usize = 256;
 
 /// `StoreLimits` plus a record of which limit stopped the guest, so the cause can say so.
 pub(crate) struct GuestLimits {
@@ -109,6 +118,8 @@ pub(crate) struct Flags {
     /// `Pending` apart from the guest blocking in a host call.
     epoch_yield: AtomicBool,
     cpu_limit: AtomicBool,
+    /// Set when the guest's polls used more CPU over the window than its budget.
+    cpu_budget: AtomicBool,
     memory_limit: AtomicBool,
 }
 
@@ -162,25 +173,33 @@ impl Ticker {
     }
 }
 
-/// Runs the guest's future and resets its busy-tick count whenever it blocks; tells the
-/// ticker while the guest computes.
+/// Runs the guest's future: resets its busy-tick count whenever it blocks, tells the
+/// ticker while the guest computes, and charges each poll's CPU time to its budget, ending
+/// the guest (the future is dropped at that `Pending`, with the store) once it is used up.
 pub(crate) struct CountBusy<F> {
     pub(crate) flags: Arc<Flags>,
     pub(crate) ticker: Arc<Ticker>,
+    pub(crate) budget: CpuBudget,
     pub(crate) inner: Pin<Box<F>>,
 }
 
-impl<F: Future> Future for CountBusy<F> {
+impl<F: Future<Output = wasmtime::Result<()>>> Future for CountBusy<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         self.ticker.enter();
+        let clock = PollClock::start();
         let poll = self.inner.as_mut().poll(cx);
+        let (used, now) = clock.stop();
         self.ticker.leave();
         if poll.is_pending() && !self.flags.epoch_yield.swap(false, Ordering::AcqRel) {
             // Pending without an epoch yield: the guest waits in a host call (stdin, a timer,
-            // a full pipe). Its next run starts a fresh CPU slice.
+            // a full pipe). Its next run starts a fresh CPU slice (not a fresh budget).
             self.flags.busy_ticks.store(0, Ordering::Release);
+        }
+        if poll.is_pending() && !self.budget.charge(now, used) {
+            self.flags.cpu_budget.store(true, Ordering::Release);
+            return Poll::Ready(Err(wasmtime::Error::msg("CPU budget used up")));
         }
         poll
     }
@@ -222,6 +241,18 @@ pub(crate) fn exit_cause(
     if let Some(exit) = error.downcast_ref::<I32Exit>() {
         return ExitCause::Exited { code: exit.0 };
     }
+    if flags.cpu_budget.load(Ordering::Acquire) {
+        return ExitCause::CpuBudget {
+            percent: sandbox.cpu_percent,
+            window_secs: sandbox.cpu_window_secs,
+        };
+    }
+    if matches!(
+        error.downcast_ref::<ResourceTableError>(),
+        Some(ResourceTableError::Full)
+    ) {
+        return ExitCause::HandleLimit { limit: MAX_HANDLES };
+    }
     if flags.cpu_limit.load(Ordering::Acquire) {
         return ExitCause::CpuLimit {
             slice_ms: sandbox.cpu_slice_ms,
@@ -254,11 +285,13 @@ mod tests {
         let guest = tokio::spawn(CountBusy {
             flags: Arc::new(Flags::default()),
             ticker: Arc::clone(&ticker),
+            budget: CpuBudget::new(&Sandbox::default(), std::time::Instant::now()),
             inner: Box::pin(async move {
                 // Inside a poll: this guest is computing.
                 assert_eq!(seen.running.load(Ordering::Acquire), 1);
                 let _ = wait.await;
                 assert_eq!(seen.running.load(Ordering::Acquire), 1);
+                Ok(())
             }),
         });
         tokio::task::yield_now().await;
@@ -274,7 +307,7 @@ mod tests {
             "a waiting guest is not running"
         );
         go.send(()).unwrap();
-        guest.await.unwrap();
+        guest.await.unwrap().unwrap();
         assert_eq!(ticker.running.load(Ordering::Acquire), 0);
     }
 }

@@ -2,12 +2,18 @@
 //! that cannot outlive the daemon.
 
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
+use crate::cpu::CpuBudget;
 use crate::process::{BoxFuture, ExitCause, Launched, PluginProcess};
-use crate::spec::{PluginSource, PluginSpec};
+use crate::spec::{PluginSource, PluginSpec, Sandbox};
+use crate::usage::process_cpu_time;
 use crate::{RUNTIME_DIR_VAR, StartError};
+
+/// How often a native child's CPU time is read and charged to its budget.
+const CPU_SAMPLE: Duration = Duration::from_millis(250);
 
 /// Spawns the child. Environment: `[plugin.env]` only, like a wasm guest, plus the runtime
 /// dir (and on Windows `SystemRoot`, without which system DLLs fail to initialise).
@@ -70,7 +76,11 @@ pub(crate) fn launch(spec: &PluginSpec) -> Result<Launched, StartError> {
         stdin: Box::new(stdin),
         stdout: Box::new(stdout),
         stderr: Box::new(stderr),
-        process: Box::new(NativeProcess { child, ended: None }),
+        process: Box::new(NativeProcess {
+            child,
+            ended: None,
+            cpu: CpuWatch::new(&spec.sandbox),
+        }),
     })
 }
 
@@ -114,6 +124,53 @@ fn die_with_parent(command: &mut Command) {
 struct NativeProcess {
     child: Child,
     ended: Option<ExitCause>,
+    cpu: CpuWatch,
+}
+
+/// The child's CPU time, read every [`CPU_SAMPLE`] and charged to its budget (Linux, where
+/// `/proc` gives it; elsewhere a native child's CPU is not limited).
+struct CpuWatch {
+    budget: CpuBudget,
+    counted: Duration,
+    percent: u32,
+    window_secs: u32,
+    /// The budget is used up; the child is to be stopped.
+    spent: bool,
+}
+
+impl CpuWatch {
+    fn new(sandbox: &Sandbox) -> CpuWatch {
+        CpuWatch {
+            budget: CpuBudget::new(sandbox, Instant::now()),
+            counted: Duration::ZERO,
+            percent: sandbox.cpu_percent,
+            window_secs: sandbox.cpu_window_secs,
+            spent: false,
+        }
+    }
+
+    fn cause(&self) -> ExitCause {
+        ExitCause::CpuBudget {
+            percent: self.percent,
+            window_secs: self.window_secs,
+        }
+    }
+
+    /// Resolves once the child has used up its budget; never where its CPU time cannot be
+    /// read. Cancel-safe: what was counted stays counted.
+    async fn used_up(&mut self, pid: Option<u32>) {
+        loop {
+            tokio::time::sleep(CPU_SAMPLE).await;
+            let Some(total) = pid.and_then(process_cpu_time) else {
+                return std::future::pending().await;
+            };
+            let used = total.saturating_sub(self.counted);
+            self.counted = total;
+            if !self.budget.charge(Instant::now(), used) {
+                return;
+            }
+        }
+    }
 }
 
 impl NativeProcess {
@@ -158,8 +215,23 @@ impl NativeProcess {
 impl PluginProcess for NativeProcess {
     fn wait(&mut self) -> BoxFuture<'_, ExitCause> {
         Box::pin(async move {
+            if self.ended.is_none() && !self.cpu.spent {
+                let pid = self.child.id();
+                tokio::select! {
+                    status = self.child.wait() => {
+                        self.ended = Some(NativeProcess::cause(status));
+                    }
+                    () = self.cpu.used_up(pid) => self.cpu.spent = true,
+                }
+            }
             if self.ended.is_none() {
-                self.ended = Some(NativeProcess::cause(self.child.wait().await));
+                // Over its CPU budget (set before any await, so a dropped `wait` loses
+                // nothing): stop it and say why, not which signal did it.
+                #[cfg(unix)]
+                self.kill_group();
+                let _ = self.child.start_kill();
+                let _ = self.child.wait().await;
+                self.ended = Some(self.cpu.cause());
             }
             self.ended.clone().unwrap_or(ExitCause::Killed)
         })
@@ -175,6 +247,7 @@ impl PluginProcess for NativeProcess {
             let _ = self.child.start_kill();
             let status = self.child.wait().await;
             let cause = match NativeProcess::cause(status) {
+                _ if self.cpu.spent => self.cpu.cause(),
                 ExitCause::Signalled { .. } | ExitCause::Trapped { .. } => ExitCause::Killed,
                 ended_by_itself => ended_by_itself,
             };

@@ -48,6 +48,10 @@ pub enum ExitCause {
     MemoryLimit { limit_mib: u32 },
     /// The guest computed longer than `cpu_slice_ms` without blocking.
     CpuLimit { slice_ms: u32 },
+    /// The guest used more than `cpu_percent` of a core over `cpu_window_secs`.
+    CpuBudget { percent: u32, window_secs: u32 },
+    /// The guest tried to hold more than `limit` WASI handles (files, sockets, streams).
+    HandleLimit { limit: usize },
     /// The guest closed its stdout while still running; it was then stopped.
     ClosedStdout,
     /// The host ended it (shutdown grace expired, or the instance was dropped).
@@ -68,6 +72,17 @@ impl fmt::Display for ExitCause {
             ExitCause::CpuLimit { slice_ms } => {
                 write!(f, "CPU limit hit: ran over {slice_ms} ms without blocking")
             }
+            ExitCause::CpuBudget {
+                percent,
+                window_secs,
+            } => write!(
+                f,
+                "CPU budget hit: used more than {percent} % of a core over {window_secs} s"
+            ),
+            ExitCause::HandleLimit { limit } => write!(
+                f,
+                "handle limit hit: tried to hold more than {limit} open files, sockets or streams"
+            ),
             ExitCause::ClosedStdout => write!(f, "closed its stdout"),
             ExitCause::Killed => write!(f, "stopped by the host"),
             ExitCause::StartFailed { message } => write!(f, "failed to start: {message}"),

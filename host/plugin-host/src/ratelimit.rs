@@ -5,9 +5,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// At most `per_window` admitted lines per `window`; the rest are counted and the count is
-/// reported with the next admitted line.
+/// reported with the next admitted line. The plugin runtime limits a plugin's stderr and
+/// rejected lines with it, the hub its `log` commands and refusals.
 #[derive(Debug)]
-pub(crate) struct RateLimit {
+pub struct RateLimit {
     per_window: u32,
     window: Duration,
     window_start: Option<Instant>,
@@ -17,9 +18,9 @@ pub(crate) struct RateLimit {
 
 impl RateLimit {
     /// Lines per second the host logs on behalf of one plugin stream.
-    pub(crate) const LINES_PER_SECOND: u32 = 20;
+    pub const LINES_PER_SECOND: u32 = 20;
 
-    pub(crate) fn per_second() -> RateLimit {
+    pub fn per_second() -> RateLimit {
         RateLimit::new(RateLimit::LINES_PER_SECOND, Duration::from_secs(1))
     }
 
@@ -35,7 +36,7 @@ impl RateLimit {
 
     /// `Some(n)` if this line may be logged, `n` being how many were suppressed since the
     /// last admitted one; `None` if it is suppressed.
-    pub(crate) fn admit(&mut self, now: Instant) -> Option<u64> {
+    pub fn admit(&mut self, now: Instant) -> Option<u64> {
         let expired = self
             .window_start
             .is_none_or(|start| now.duration_since(start) >= self.window);

@@ -37,6 +37,12 @@ impl Usage {
     }
 }
 
+/// CPU time (user plus system) of one process so far; `None` where `/proc` does not
+/// describe it. The native runtime charges it to the plugin's CPU budget.
+pub(crate) fn process_cpu_time(pid: u32) -> Option<std::time::Duration> {
+    cpu_secs(&PathBuf::from(format!("/proc/{pid}"))).map(std::time::Duration::from_secs_f64)
+}
+
 fn children_of(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

@@ -16,7 +16,10 @@ use wasmtime_wasi::{
     FsPerms, I32Exit, ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use crate::limits::{CountBusy, Flags, GuestLimits, Ticker, configure_store, exit_cause};
+use crate::cpu::CpuBudget;
+use crate::limits::{
+    CountBusy, Flags, GuestLimits, MAX_HANDLES, Ticker, configure_store, exit_cause,
+};
 use crate::process::{BoxFuture, ExitCause, Launched, PluginProcess};
 use crate::spec::PluginSpec;
 use crate::{RUNTIME_DIR_VAR, StartError};
@@ -159,9 +162,11 @@ pub(crate) fn launch(
     let sandbox = spec.sandbox.clone();
     let run: BoxFuture<'static, wasmtime::Result<()>> = match compiled {
         Compiled::Component(pre) => {
+            let mut table = ResourceTable::new();
+            table.set_max_capacity(MAX_HANDLES);
             let state = ComponentState {
                 wasi: builder.build(),
-                table: ResourceTable::new(),
+                table,
                 limits: GuestLimits::new(&sandbox, flags.clone()),
             };
             let mut store = Store::new(engine, state);
@@ -177,8 +182,11 @@ pub(crate) fn launch(
             })
         }
         Compiled::Module(pre) => {
+            let mut wasi = builder.build_p1();
+            // The preview-1 adapter keeps its handles in a table of the same kind.
+            wasi.ctx().table.set_max_capacity(MAX_HANDLES);
             let state = ModuleState {
-                wasi: builder.build_p1(),
+                wasi,
                 limits: GuestLimits::new(&sandbox, flags.clone()),
             };
             let mut store = Store::new(engine, state);
@@ -197,6 +205,7 @@ pub(crate) fn launch(
         let result = CountBusy {
             flags: run_flags.clone(),
             ticker,
+            budget: CpuBudget::new(&sandbox, std::time::Instant::now()),
             inner: Box::pin(run),
         }
         .await;

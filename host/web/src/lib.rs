@@ -11,6 +11,8 @@
 //!   (no cross-site WebSocket hijacking); while bound to loopback, only loopback host
 //!   names are answered at all (no DNS rebinding);
 //! - a message over [`MAX_MESSAGE_BYTES`] is refused before it is read into memory;
+//! - HTTP connections are capped in number and in how long a request may take or a
+//!   connection may idle, and a failing `accept` backs off ([`serve`], [`accept`]);
 //! - the password is only ever held as its Argon2id hash, and failed logins are braked
 //!   per address ([`auth::LoginBrake`]).
 //!
@@ -18,9 +20,11 @@
 //! through [`Hubs`], which the daemon implements.
 #![forbid(unsafe_code)]
 
+pub mod accept;
 pub mod assets;
 pub mod auth;
 mod routes;
+mod serve;
 pub mod socket;
 
 use std::future::Future;
@@ -82,12 +86,11 @@ impl WebServer {
         })?;
         let password_hash = Arc::new(RwLock::new(Some(hash)));
         let router = routes::router(routes::Web::new(hubs, Arc::clone(&password_hash), address));
-        let task = tokio::spawn(async move {
-            let service = router.into_make_service_with_connect_info::<SocketAddr>();
-            if let Err(error) = axum::serve(listener, service).await {
-                tracing::warn!(%error, "the web client stopped");
-            }
-        });
+        let limits = serve::ConnectionLimits {
+            max_connections: config.max_connections,
+            request_timeout: config.request_timeout,
+        };
+        let task = tokio::spawn(serve::serve(listener, router, limits));
         tracing::info!(url = %format!("http://{address}/"), "web client listening");
         Ok(WebServer {
             address,

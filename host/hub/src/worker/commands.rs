@@ -10,7 +10,7 @@ use nightcrow_guard::{
     Approved, ApprovedRelaunch, IDLE_THRESHOLD, PaneFacts, PaneOwner, PaneState, Refused, Severity,
 };
 use nightcrow_pane::PaneTable;
-use nightcrow_plugin_host::Supervised;
+use nightcrow_plugin_host::{RateLimit, Supervised};
 use nightcrow_protocol::{Command, LogLevel, Token};
 
 use super::clients::created;
@@ -51,12 +51,15 @@ impl Worker {
             )
         });
         match self.guard.judge(&plugin.policy, &command, facts, now) {
-            Ok(approved) => self.carry_out(approved),
-            Err(refused) => log_refusal(plugin.name(), &command, &refused),
+            Ok(approved) => self.carry_out(index, approved),
+            Err(refused) => {
+                let slot = &mut self.plugins[index];
+                log_refusal(slot.config.name(), &mut slot.log_lines, &command, &refused);
+            }
         }
     }
 
-    fn carry_out(&mut self, approved: Approved) {
+    fn carry_out(&mut self, index: usize, approved: Approved) {
         match approved {
             Approved::SendInput(send) => {
                 if let Err(error) = self.table.send_approved(&send) {
@@ -84,12 +87,18 @@ impl Worker {
             }
             Approved::WatchPane(watch) => self.adopt_watched(&watch),
             Approved::Log(log) => {
+                let admitted = self.plugins[index]
+                    .log_lines
+                    .admit(tokio::time::Instant::now());
+                let Some(suppressed) = admitted else {
+                    return;
+                };
                 let (plugin, text) = (log.plugin(), log.message());
                 match log.level() {
-                    LogLevel::Error => tracing::error!(plugin, text, "plugin log"),
-                    LogLevel::Warn => tracing::warn!(plugin, text, "plugin log"),
-                    LogLevel::Info => tracing::info!(plugin, text, "plugin log"),
-                    LogLevel::Debug => tracing::debug!(plugin, text, "plugin log"),
+                    LogLevel::Error => tracing::error!(plugin, text, suppressed, "plugin log"),
+                    LogLevel::Warn => tracing::warn!(plugin, text, suppressed, "plugin log"),
+                    LogLevel::Info => tracing::info!(plugin, text, suppressed, "plugin log"),
+                    LogLevel::Debug => tracing::debug!(plugin, text, suppressed, "plugin log"),
                 }
             }
         }
@@ -176,11 +185,16 @@ fn guard_idle(idle: Duration, threshold: Duration) -> Duration {
     Duration::from_nanos(u64::try_from(scaled).unwrap_or(u64::MAX))
 }
 
-fn log_refusal(plugin: &str, command: &Command, refused: &Refused) {
+/// WARN refusals share the plugin's log-line limit; DEBUG ones are not written by default.
+fn log_refusal(plugin: &str, log_lines: &mut RateLimit, command: &Command, refused: &Refused) {
     let cmd = command.tag();
     match refused.severity() {
         Severity::Debug => tracing::debug!(plugin, cmd, %refused, "refused"),
-        Severity::Warn => tracing::warn!(plugin, cmd, %refused, "refused"),
+        Severity::Warn => {
+            if let Some(suppressed) = log_lines.admit(tokio::time::Instant::now()) {
+                tracing::warn!(plugin, cmd, %refused, suppressed, "refused");
+            }
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use nightcrow_guard::{Guard, PaneId};
 use nightcrow_pane::{PaneEvent, PaneSize, PaneTable};
-use nightcrow_plugin_host::{PluginRuntime, Supervised, Supervisor};
+use nightcrow_plugin_host::{PluginRuntime, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::Token;
 use tokio::sync::mpsc;
 
@@ -84,6 +84,9 @@ struct PluginSlot {
     config: HubPlugin,
     supervisor: Supervisor,
     gave_up: bool,
+    /// Lines logged on the plugin's behalf (its `log` commands, WARN refusals): a plugin
+    /// that floods them fills no disk.
+    log_lines: RateLimit,
 }
 
 struct ClientSlot {

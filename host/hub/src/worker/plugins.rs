@@ -3,7 +3,7 @@
 //! events to a pane's owner, and reload (SPEC §4.6, §6.5).
 
 use nightcrow_guard::PaneId;
-use nightcrow_plugin_host::{Lifecycle, Supervised, Supervisor};
+use nightcrow_plugin_host::{Lifecycle, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::{Event, Token};
 
 use super::{PluginSlot, Worker};
@@ -24,6 +24,7 @@ impl Worker {
             config,
             supervisor,
             gave_up: false,
+            log_lines: RateLimit::per_second(),
         });
         let index = self.plugins.len() - 1;
         let first = self.plugins[index].supervisor.next().await;
