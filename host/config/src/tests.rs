@@ -106,7 +106,7 @@ fn unknown_keys_name_their_position_and_a_likely_spelling() {
     check_errors(
         "[web]\nzzzzzz = 1\n",
         &[
-            "2:1: unknown field `zzzzzz`, expected one of `enabled`, `bind`, `port`, `password_hash`, `insecure`",
+            "2:1: unknown field `zzzzzz`, expected one of `enabled`, `bind`, `port`, `password_hash`, `insecure`, `max_connections`, `request_timeout_secs`",
         ],
     );
 }
@@ -153,6 +153,29 @@ memory_mib = 0
             "16:8: plugin name is blank",
             "19:14: read_dirs entry `relative/dir` must be absolute or start with ~/",
             "20:14: memory_mib must be at least 1",
+        ],
+    );
+}
+
+#[test]
+fn availability_limits_are_checked_where_written() {
+    check_errors(
+        r#"[web]
+max_connections = 0
+request_timeout_secs = 0
+
+[[plugin]]
+name = "p"
+command = "p.wasm"
+[plugin.sandbox]
+cpu_percent = 101
+cpu_window_secs = 0
+"#,
+        &[
+            "2:19: max_connections must be at least 1",
+            "3:24: request_timeout_secs must be at least 1",
+            "9:15: cpu_percent must be from 1 to 100",
+            "10:19: cpu_window_secs must be at least 1",
         ],
     );
 }
