@@ -40,6 +40,10 @@ pub(crate) struct RawWeb {
     pub password_hash: Option<Spanned<String>>,
     #[serde(default)]
     pub insecure: bool,
+    #[serde(default)]
+    pub hosts: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub secure_cookie: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -70,10 +74,13 @@ pub(crate) struct RawPlugin {
     #[serde(default)]
     pub allowed_resume_flags: Vec<String>,
     pub runtime: Option<Spanned<String>>,
+    /// Required for `runtime = "native"`: the user vouches for unsandboxed code.
+    #[serde(default)]
+    pub trusted: bool,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub sandbox: RawSandbox,
+    /// Absent and empty differ: a native plugin may not have the table at all.
+    pub sandbox: Option<Spanned<RawSandbox>>,
 }
 
 /// `[plugin.sandbox]` as written: every value keeps its span, because each is checked (and

@@ -46,6 +46,11 @@ pub struct WebConfig {
     /// Argon2id PHC string; the web client refuses to start without one.
     pub password_hash: Option<String>,
     pub insecure: bool,
+    /// `Host` header values answered besides the loopback names (`name` or `name:port`);
+    /// when bound beyond loopback and empty, any host is answered.
+    pub hosts: Vec<String>,
+    /// Mark the session cookie `Secure`: the page is reached through a TLS proxy.
+    pub secure_cookie: bool,
 }
 
 impl Default for WebConfig {
@@ -56,6 +61,8 @@ impl Default for WebConfig {
             port: 8091,
             password_hash: None,
             insecure: false,
+            hosts: Vec::new(),
+            secure_cookie: false,
         }
     }
 }
@@ -67,8 +74,27 @@ fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
         enabled: raw.enabled,
         port: raw.port.unwrap_or(8091),
         insecure: raw.insecure,
+        secure_cookie: raw.secure_cookie,
         ..WebConfig::default()
     };
+    for host in raw.hosts {
+        let name = host.get_ref().trim();
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+        if valid {
+            web.hosts.push(name.to_owned());
+        } else {
+            problems.push((
+                host.span(),
+                format!(
+                    "hosts entry `{}` is not a host name or `name:port` as a browser sends it in `Host`",
+                    host.get_ref()
+                ),
+            ));
+        }
+    }
     if let Some(bind) = raw.bind {
         match bind.get_ref().trim().parse::<IpAddr>() {
             Err(_) => problems.push((
@@ -275,7 +301,19 @@ fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Op
         None | Some(("wasm", _)) => Runtime::Wasm,
         Some(("native", span)) => {
             if matches!(command, PluginCommand::Builtin(_)) {
-                problems.push((span, "builtin plugins run only as wasm".to_owned()));
+                problems.push((span.clone(), "builtin plugins run only as wasm".to_owned()));
+            }
+            if !plugin.trusted {
+                problems.push((
+                    span,
+                    "a native plugin runs as you, with no sandbox: it can read, write and send anything you can. Add `trusted = true` to this [[plugin]] if you trust its code, or run it as wasm".to_owned(),
+                ));
+            }
+            if let Some(sandbox) = &plugin.sandbox {
+                problems.push((
+                    sandbox.span(),
+                    "[plugin.sandbox] does not apply to a native plugin, which runs unsandboxed: remove it, or run the plugin as wasm to have it enforced".to_owned(),
+                ));
             }
             Runtime::Native
         }
@@ -300,7 +338,11 @@ fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Op
             .into_iter()
             .map(|(key, value)| (key, expand_home(&value, home)))
             .collect(),
-        sandbox: sandbox(plugin.sandbox, home, problems),
+        sandbox: sandbox(
+            plugin.sandbox.map(Spanned::into_inner).unwrap_or_default(),
+            home,
+            problems,
+        ),
     })
 }
 

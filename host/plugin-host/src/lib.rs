@@ -42,6 +42,7 @@ mod engine;
 mod limits;
 mod native;
 mod plugin;
+pub mod private;
 mod process;
 mod ratelimit;
 mod runtime;
