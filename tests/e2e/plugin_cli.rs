@@ -232,8 +232,10 @@ fn a_trap_message_reaches_the_terminal_escaped() {
       (func $evil (@name "evil\1b]0;pwned\07\1b[31m\nFAKE LOG LINE") unreachable))"#;
     std::fs::write(&module, wat::parse_str(text_format).unwrap()).unwrap();
     let mut child = run(home.path(), &[module.to_str().unwrap()]);
-    drop(child.stdin.take());
+    // Stdin stays open: the guest traps by itself, not after a requested shutdown.
+    let stdin = child.stdin.take();
     let done = child.wait_with_output().unwrap();
+    drop(stdin);
     assert!(!done.status.success(), "{done:?}");
     let stderr = text(&done.stderr);
     assert!(stderr.contains("trapped"), "{stderr}");
