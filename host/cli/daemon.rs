@@ -9,6 +9,7 @@ use nightcrow_daemon::client::{ClientError, Connection};
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_daemon::server::{ConfigSource, Daemon};
 use nightcrow_daemon::transport::Claim;
+use nightcrow_guard::escape_controls;
 use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
 
 use crate::Failure;
@@ -67,13 +68,9 @@ async fn interrupted() {
 /// answers.
 pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<(), Failure> {
     let other = |message: String| Failure::Other(message);
-    std::fs::create_dir_all(home.root())
-        .map_err(|e| other(format!("{}: {e}", home.root().display())))?;
-    let log_path = home.root().join("daemon.log");
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
+    home.ensure_private().map_err(other)?;
+    let log_path = home.log();
+    let log = nightcrow_daemon::open_private_file(&log_path)
         .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
     let err_log = log
         .try_clone()
@@ -218,17 +215,21 @@ pub fn status(home: &Home) -> Result<(), Failure> {
     let DaemonAnswer::Status(status) = answer else {
         return Err(unexpected(&answer));
     };
+    // Every text in the answer may have come from a plugin, a pane or a file name: none
+    // may write a control character to this terminal.
+    let shown = |text: &str| escape_controls(text).into_owned();
+    let path = |path: &Path| shown(&path.display().to_string());
     println!(
         "nightcrow daemon {} (pid {}), home {}",
-        status.version,
+        shown(&status.version),
         status.pid,
-        home.root().display()
+        path(home.root())
     );
     if status.repos.is_empty() {
         println!("no repository open (`nightcrow open DIR`)");
     }
     for repo in status.repos {
-        println!("{}", repo.repo.display());
+        println!("{}", path(&repo.repo));
         for pane in &repo.panes {
             println!(
                 "  pane {} {:?} generation {} {}{}",
@@ -238,14 +239,17 @@ pub fn status(home: &Home) -> Result<(), Failure> {
                 if pane.alive { "running" } else { "exited" },
                 pane.owner
                     .as_deref()
-                    .map(|owner| format!(", watched by {owner}"))
+                    .map(|owner| format!(", watched by {}", shown(owner)))
                     .unwrap_or_default()
             );
         }
         for plugin in &repo.plugins {
             println!(
                 "  plugin {} {} (dropped events: {}, rejected lines: {})",
-                plugin.name, plugin.state, plugin.dropped_events, plugin.rejected_lines
+                shown(&plugin.name),
+                shown(&plugin.state),
+                plugin.dropped_events,
+                plugin.rejected_lines
             );
         }
         for hold in &repo.holds {
@@ -257,7 +261,7 @@ pub fn status(home: &Home) -> Result<(), Failure> {
             println!(
                 "  hold on pane {}: {}{deadline}, expires in {} s",
                 hold.pane,
-                report.map_or("no report yet", |report| report.state.as_str()),
+                shown(report.map_or("no report yet", |report| report.state.as_str())),
                 hold.expires_in_secs
             );
         }

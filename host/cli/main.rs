@@ -123,8 +123,10 @@ enum Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Action::Init { force }) => config_path(cli.config.as_deref())
-            .and_then(|path| init(&path, force).map_err(Failure::Other)),
+        Some(Action::Init { force }) => home().and_then(|home| {
+            let path = config_path(cli.config.as_deref())?;
+            init(&home, &path, force).map_err(Failure::Other)
+        }),
         Some(Action::Demo { plain }) => {
             let tui = !plain && std::io::IsTerminal::is_terminal(&std::io::stdout());
             if tui {
@@ -233,6 +235,7 @@ fn load_config(explicit: Option<&Path>) -> Result<Option<nightcrow_config::Confi
     if !path.exists() {
         return Ok(None);
     }
+    nightcrow_daemon::check_config_file(&path).map_err(Failure::Config)?;
     nightcrow_config::load(&path, &user_home()?)
         .map(Some)
         .map_err(|errors| Failure::Config(errors.to_string()))
@@ -260,18 +263,16 @@ fn config_path(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
     }
 }
 
-fn init(path: &Path, force: bool) -> Result<(), String> {
+fn init(home: &Home, path: &Path, force: bool) -> Result<(), String> {
     if path.exists() && !force {
         return Err(format!(
             "{} already exists; pass --force to replace it",
             path.display()
         ));
     }
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(folder) = folder {
-        std::fs::create_dir_all(folder)
-            .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
-    }
+    create_config_folder(home, path).map_err(|failure| match failure {
+        Failure::Config(message) | Failure::Other(message) => message,
+    })?;
     write_atomically(path, nightcrow_config::STARTER_CONFIG).map_err(|failure| match failure {
         Failure::Config(message) | Failure::Other(message) => message,
     })?;
@@ -279,21 +280,22 @@ fn init(path: &Path, force: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes the config file whole or not at all: a private temp file beside it, then a
-/// rename.
-fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
-    let temp = path.with_extension("toml.tmp");
-    write_private(&temp, text)
-        .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(|e| Failure::Other(format!("cannot write {}: {e}", path.display())))
+/// Creates the folder the config file goes in: the home private (0700, refused if it is
+/// not this user's), any other folder (`--config`) as the user's defaults make it.
+fn create_config_folder(home: &Home, config: &Path) -> Result<(), Failure> {
+    let Some(folder) = config.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if folder == home.root() {
+        return home.ensure_private().map_err(Failure::Other);
+    }
+    std::fs::create_dir_all(folder)
+        .map_err(|e| Failure::Other(format!("cannot create {}: {e}", folder.display())))
 }
 
-/// Creates `path` readable by its owner only: the config may hold the web password hash.
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(text.as_bytes())
+/// Writes the config file whole or not at all, readable by this user alone (it may hold
+/// the web password hash).
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    nightcrow_daemon::write_atomically(path, text.as_bytes())
+        .map_err(|e| Failure::Other(format!("cannot write {}: {e}", path.display())))
 }

@@ -67,10 +67,8 @@ pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failur
         line.trim_end_matches(['\r', '\n']).to_owned()
     };
     let hash = nightcrow_web::auth::hash_password(&password).map_err(other)?;
-    if let Some(folder) = config.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder)
-            .map_err(|e| other(format!("cannot create {}: {e}", folder.display())))?;
-    }
+    crate::create_config_folder(home, config)?;
+    nightcrow_daemon::check_config_file(config).map_err(Failure::Config)?;
     let text = match std::fs::read_to_string(config) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),

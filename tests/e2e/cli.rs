@@ -80,3 +80,156 @@ fn plugin_help_lists_every_plugin_command() {
         "{test}"
     );
 }
+
+#[cfg(unix)]
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Every command that creates the home creates it private, whatever the umask, and the
+/// files in it readable by the user alone: `init` (and `web passwd`) the config, `-d` (which
+/// `attach` and `web` use to start a daemon) the log and the lock.
+#[cfg(unix)]
+#[test]
+fn the_home_and_its_files_are_created_private() {
+    let base = tempfile::tempdir().unwrap();
+    let umask = |command: &mut std::process::Command| {
+        // A wide umask must not widen anything nightcrow creates.
+        let program = command.get_program().to_owned();
+        let mut shell = std::process::Command::new("/bin/sh");
+        shell
+            .arg("-c")
+            .arg(r#"umask 000; exec "$0" "$@""#)
+            .arg(program)
+            .args(command.get_args())
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        shell.output().unwrap()
+    };
+
+    let init_home = base.path().join("init-home");
+    let init = umask(crate::util::nightcrow(&init_home).arg("init"));
+    assert!(init.status.success(), "{init:?}");
+    assert_eq!(mode_of(&init_home), 0o700);
+    assert_eq!(mode_of(&init_home.join("config.toml")), 0o600);
+
+    let passwd_home = base.path().join("passwd-home");
+    let mut passwd = crate::util::nightcrow(&passwd_home);
+    passwd
+        .args(["web", "passwd"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = passwd.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"long enough password\n").unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    assert_eq!(mode_of(&passwd_home), 0o700);
+    assert_eq!(mode_of(&passwd_home.join("config.toml")), 0o600);
+
+    let daemon_home = base.path().join("daemon-home");
+    let started = umask(crate::util::nightcrow(&daemon_home).arg("-d"));
+    assert!(started.status.success(), "{started:?}");
+    let modes = [
+        mode_of(&daemon_home),
+        mode_of(&daemon_home.join("daemon.log")),
+        mode_of(&daemon_home.join("daemon.lock")),
+        mode_of(&daemon_home.join("daemon.sock")),
+    ];
+    let stopped = nightcrow(&daemon_home, &["stop"]);
+    assert!(stopped.status.success(), "{stopped:?}");
+    assert_eq!(modes, [0o700, 0o600, 0o600, 0o600]);
+}
+
+/// A home or a config others may write is refused before the
+/// daemon uses it, with the path and the fix in the message; nothing is started.
+#[cfg(unix)]
+#[test]
+fn a_shared_home_or_a_config_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = nightcrow(home.path(), &["-d"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: has mode 0777; it must be private (chmod 700 it, or remove it)",
+            home.path().display()
+        )),
+        "{stderr}"
+    );
+    assert!(!home.path().join("daemon.lock").exists());
+
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+    for args in [&["-d"][..], &["plugin", "list"]] {
+        let refused = nightcrow(home.path(), args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {refused:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{}: has mode 0666; others may write to it (chmod go-w it)",
+                config.display()
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!home.path().join("daemon.lock").exists());
+}
+
+/// `web passwd` replaces the config through a new temp file: a file or a symlink someone
+/// left where the old code put its temp file is neither written through nor used, and the
+/// config comes out 0600 however it was before.
+#[cfg(unix)]
+#[test]
+fn the_config_is_never_written_through_a_planted_file_or_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "# mine\n").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let planted = home.path().join("config.toml.tmp");
+    std::fs::write(&planted, "").unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let target = home.path().join("elsewhere");
+    std::fs::write(&target, "untouched").unwrap();
+    let passwd = |planted_link: bool| {
+        if planted_link {
+            std::fs::remove_file(&planted).unwrap();
+            std::os::unix::fs::symlink(&target, &planted).unwrap();
+        }
+        let mut child = crate::util::nightcrow(home.path())
+            .args(["web", "passwd"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"long enough password\n")
+            .unwrap();
+        let done = child.wait_with_output().unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    passwd(false);
+    assert_eq!(std::fs::read_to_string(&planted).unwrap(), "");
+    assert_eq!(mode_of(&config), 0o600);
+    assert!(std::fs::read_to_string(&config).unwrap().contains("# mine"));
+    passwd(true);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+    assert!(
+        std::fs::symlink_metadata(&planted)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(mode_of(&config), 0o600);
+    let names: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp") && name != "config.toml.tmp")
+        .collect();
+    assert!(names.is_empty(), "temp files left: {names:?}");
+}

@@ -222,7 +222,7 @@ fn kill_9_leaves_no_pane_or_plugin_behind_and_the_next_daemon_replaces_the_stale
     let pane_seconds = 86_000 + std::process::id() % 400;
     let config = format!(
         "[[startup_command]]\ncommand = \"sleep {pane_seconds}\"\nplugin = \"watcher\"\n\n\
-         [[plugin]]\nname = \"watcher\"\ncommand = {:?}\nruntime = \"native\"\nenabled = true\n\
+         [[plugin]]\nname = \"watcher\"\ncommand = {:?}\nruntime = \"native\"\ntrusted = true\nenabled = true\n\
          args = [{marker:?}]\n",
         guests::ECHO_NATIVE
     );
@@ -517,4 +517,126 @@ fn the_example_plugins_installed_and_enabled_reach_a_client() {
         })
         .await;
     });
+}
+
+/// A plugin's status text with escape sequences (retitle the terminal, turn it red) reaches
+/// neither `nightcrow status` nor an attached client as control characters: the guard
+/// escapes them, and `status` escapes whatever it prints.
+#[test]
+fn a_plugins_escape_sequences_reach_neither_status_nor_a_client() {
+    let config = format!(
+        "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\"]\n\n\
+         [[plugin]]\nname = \"scripted\"\ncommand = {:?}\nenabled = true\n\
+         args = [\"exit_status=\\u001b]0;pwned\\u0007\\u001b[31mred\"]\n\n\
+         [[startup_command]]\nname = \"held\"\ncommand = \"echo ready; read go; exit 0\"\nplugin = \"scripted\"\n",
+        guests::SCRIPTED_WASM
+    );
+    let daemon = TestDaemon::start(&config);
+    let repo = daemon.open_repo();
+    let home = Home::new(daemon.home().to_owned());
+    tokio_runtime().block_on(async {
+        let mut connection = Connection::open(&home).await.unwrap();
+        attach(&mut connection, repo.path()).await;
+        let mut output = String::new();
+        let created = until(&mut connection, &mut output, |m, _| m["type"] == "created").await;
+        until(&mut connection, &mut output, |_, out| out.contains("ready")).await;
+        let input = json!({"type": "input", "pane": created["pane"], "data": "go\r"});
+        connection.send(&input.to_string()).await.unwrap();
+        let recovery = until(&mut connection, &mut output, |m, _| {
+            m["type"] == "recovery" && m["state"] != "cancelled"
+        })
+        .await;
+        let state = recovery["state"].as_str().unwrap();
+        assert_eq!(state, r"\u{1b}]0;pwned\u{7}\u{1b}[31mred", "{recovery}");
+    });
+    let status = daemon.run(&["status"]);
+    assert!(status.status.success(), "{status:?}");
+    let stdout = text(&status.stdout);
+    assert!(stdout.contains("hold on pane"), "{stdout}");
+    assert!(stdout.contains(r"\u{1b}]0;pwned"), "{stdout}");
+    assert!(!stdout.contains(['\u{1b}', '\u{7}']), "{stdout:?}");
+}
+
+/// The uid every test here runs the other side as (`nobody`).
+#[cfg(target_os = "linux")]
+const OTHER_UID: u32 = 65_534;
+
+/// `setpriv` running `nightcrow` as [`OTHER_UID`] with `home` (theirs) as its home;
+/// `None` (after saying why) where this test cannot switch users.
+#[cfg(target_os = "linux")]
+fn as_other_user(home: &Path) -> Option<std::process::Command> {
+    let root = std::fs::metadata("/proc/self")
+        .map(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0)
+        .unwrap_or(false);
+    if !root
+        || std::process::Command::new("setpriv")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: switching users needs root and setpriv");
+        return None;
+    }
+    std::os::unix::fs::chown(home, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+    let mut command = std::process::Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_nightcrow"))
+        .env("NIGHTCROW_HOME", home)
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env_remove("NIGHTCROW_LOG");
+    Some(command)
+}
+
+/// Another user reaching the socket (here through a hard link and a mode opened wide, as
+/// in the moment between the old bind and chmod) is refused by the daemon; and a client
+/// refuses a daemon of another user (a socket swapped under it).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_daemon_and_its_clients_refuse_a_peer_of_another_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let their_home = tempfile::tempdir().unwrap();
+    let Some(mut theirs) = as_other_user(their_home.path()) else {
+        return;
+    };
+    let daemon = TestDaemon::start("");
+    let socket = daemon.home().join("daemon.sock");
+    std::fs::hard_link(&socket, their_home.path().join("daemon.sock")).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let status = theirs.arg("status").output().unwrap();
+    assert!(!status.status.success(), "{status:?}");
+    wait_until("the daemon never refused the other user", || {
+        std::fs::read_to_string(&daemon.log)
+            .unwrap()
+            .contains(&format!("its peer runs as uid {OTHER_UID}"))
+    });
+    assert!(
+        text(&status.stderr).contains("its peer runs as uid 0"),
+        "the client refused the daemon too: {status:?}"
+    );
+
+    // Their daemon, and our client pointed at its socket.
+    let their_daemon_home = tempfile::tempdir().unwrap();
+    let mut their_daemon = as_other_user(their_daemon_home.path())
+        .unwrap()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let their_socket = their_daemon_home.path().join("daemon.sock");
+    wait_until("their daemon never listened", || their_socket.exists());
+    let our_home = tempfile::tempdir().unwrap();
+    std::fs::hard_link(&their_socket, our_home.path().join("daemon.sock")).unwrap();
+    let status = nightcrow(our_home.path()).arg("status").output().unwrap();
+    let _ = their_daemon.kill();
+    let _ = their_daemon.wait();
+    assert!(!status.status.success(), "{status:?}");
+    let stderr = text(&status.stderr);
+    assert!(
+        stderr.contains("refusing to talk to the daemon's socket")
+            && stderr.contains(&format!("its peer runs as uid {OTHER_UID}")),
+        "{stderr}"
+    );
 }

@@ -28,7 +28,7 @@ impl Background {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(home.path().join("config.toml"), config).unwrap();
         if config.contains("[web]") {
-            set_password(home.path());
+            set_password(home.path(), "a password for the exhaustion tests");
         }
         let started = nightcrow_with_open_files(home.path(), OPEN_FILES)
             .arg("-d")

@@ -181,3 +181,70 @@ fn a_native_plugin_dies_with_its_host_even_after_kill_9() {
     }
     drop(stdin);
 }
+
+/// A native plugin starts with its three pipes and nothing else of its host's: the host
+/// here inherits a descriptor without close-on-exec (fd 7, as a shell leaves one), and the
+/// probe lists `/proc/self/fd`, where the only other entry is the listing's own.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_native_plugin_inherits_no_descriptor_but_its_stdio() {
+    let home = tempfile::tempdir().unwrap();
+    let host = nightcrow(home.path());
+    let mut shell = Command::new("/bin/sh");
+    shell
+        .arg("-c")
+        .arg(r#"exec 7</dev/null; exec "$0" plugin run --native "$1" -- list=/proc/self/fd"#)
+        .arg(host.get_program())
+        .arg(guests::PROBE_NATIVE)
+        .envs(
+            host.get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        )
+        .env_remove("NIGHTCROW_LOG")
+        .stdin(Stdio::null());
+    let done = output(&mut shell);
+    let stdout = text(&done.stdout);
+    let listing = stdout
+        .lines()
+        .filter_map(|line| match nightcrow_protocol::decode_command(line) {
+            Ok(nightcrow_protocol::Command::Log { message, .. }) => Some(message),
+            _ => None,
+        })
+        .find(|message| message.starts_with("list /proc/self/fd:"))
+        .unwrap_or_else(|| panic!("no listing: {done:?}"));
+    assert_eq!(listing, "list /proc/self/fd: ok 0,1,2,3", "{done:?}");
+    assert!(
+        text(&done.stderr).contains("starting a native plugin: trusted code"),
+        "{done:?}"
+    );
+}
+
+/// A trap's message carries names from the module's name section, which the module's
+/// author chose: `plugin run` prints it with every control character escaped, so it can
+/// neither drive the terminal nor forge a line.
+#[test]
+fn a_trap_message_reaches_the_terminal_escaped() {
+    let home = tempfile::tempdir().unwrap();
+    let module = home.path().join("trapper.wasm");
+    let text_format = r#"(module
+      (memory (export "memory") 1)
+      (func (export "_start") (call $evil))
+      (func $evil (@name "evil\1b]0;pwned\07\1b[31m\nFAKE LOG LINE") unreachable))"#;
+    std::fs::write(&module, wat::parse_str(text_format).unwrap()).unwrap();
+    let mut child = run(home.path(), &[module.to_str().unwrap()]);
+    // Stdin stays open: the guest traps by itself, not after a requested shutdown.
+    let stdin = child.stdin.take();
+    let done = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert!(!done.status.success(), "{done:?}");
+    let stderr = text(&done.stderr);
+    assert!(stderr.contains("trapped"), "{stderr}");
+    assert!(
+        stderr.contains(r"evil\u{1b}]0;pwned\u{7}\u{1b}[31m\nFAKE LOG LINE"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(['\u{1b}', '\u{7}']) && !stderr.contains("\nFAKE"),
+        "{stderr:?}"
+    );
+}

@@ -8,7 +8,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -35,14 +35,25 @@ struct Web {
 
 impl Web {
     fn start(config: &str) -> Web {
+        Web::start_with(config, "")
+    }
+
+    /// `web` is more of the `[web]` table.
+    fn start_with(config: &str, web: &str) -> Web {
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
         std::fs::write(
             home.path().join("config.toml"),
-            format!("{config}\n[web]\nport = 0\n"),
+            format!("{config}\n[web]\nport = 0\n{web}"),
         )
         .unwrap();
-        set_password(home.path());
+        set_password(home.path(), PASSWORD);
+        let written = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+        assert!(
+            written.contains("password_hash = \"$argon2id$"),
+            "{written}"
+        );
+        assert!(!written.contains(PASSWORD), "{written}");
         let started = nightcrow(home.path())
             .arg("web")
             .arg(repo.path())
@@ -166,29 +177,23 @@ impl Web {
     }
 }
 
-/// Sets the web password with `nightcrow web passwd`; only its hash reaches the config.
-pub(crate) fn set_password(home: &Path) {
+impl Drop for Web {
+    fn drop(&mut self) {
+        let _ = nightcrow(self.home.path()).arg("stop").output();
+    }
+}
+
+/// `nightcrow web passwd` with `password` on its stdin.
+pub(crate) fn set_password(home: &std::path::Path, password: &str) {
     let mut passwd = nightcrow(home)
         .args(["web", "passwd"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    writeln!(passwd.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+    writeln!(passwd.stdin.take().unwrap(), "{password}").unwrap();
     let passwd = passwd.wait_with_output().unwrap();
     assert!(passwd.status.success(), "{passwd:?}");
-    let written = std::fs::read_to_string(home.join("config.toml")).unwrap();
-    assert!(
-        written.contains("password_hash = \"$argon2id$"),
-        "{written}"
-    );
-    assert!(!written.contains(PASSWORD), "{written}");
-}
-
-impl Drop for Web {
-    fn drop(&mut self) {
-        let _ = nightcrow(self.home.path()).arg("stop").output();
-    }
 }
 
 #[derive(Debug)]
@@ -541,4 +546,99 @@ fn without_a_password_the_web_client_does_not_start_and_says_how_to_set_one() {
     assert!(!passwd.status.success(), "{passwd:?}");
     let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     assert!(!config.contains("password_hash"), "{config}");
+}
+
+/// 61 logins at once, one of them right: the failures are counted for the whole server
+/// before any password is hashed, and a login that finds the hashing slots busy is answered
+/// 429 at once rather than queued, so only a handful are checked at all.
+#[test]
+fn a_burst_of_logins_is_mostly_refused_before_any_password_is_checked() {
+    let web = Web::start(PLAIN_SHELL);
+    let burst = 61;
+    let start = std::sync::Barrier::new(burst);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let tries: Vec<_> = (0..burst)
+            .map(|i| {
+                let (web, start) = (&web, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    let password = if i == burst / 2 {
+                        PASSWORD
+                    } else {
+                        "wrong password"
+                    };
+                    web.log_in(password).status
+                })
+            })
+            .collect();
+        tries.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let checked = statuses.iter().filter(|s| matches!(s, 401 | 303)).count();
+    let braked = statuses.iter().filter(|s| **s == 429).count();
+    let budget = nightcrow_web::auth::FREE_FAILURES as usize + 1;
+    assert!(checked <= budget, "{checked} checked: {statuses:?}");
+    assert_eq!(checked + braked, burst, "{statuses:?}");
+    // After the wait the braked answers asked for, the right password gets in.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(web.log_in(PASSWORD).status, 303);
+}
+
+/// `web passwd` on a running daemon ends every session opened with the old password.
+#[test]
+fn a_new_password_ends_every_session() {
+    let web = Web::start(PLAIN_SHELL);
+    let cookie = web.session();
+    let repos = |cookie: &str| {
+        web.http("GET", "/api/repos", &[("Cookie", cookie)], "")
+            .status
+    };
+    assert_eq!(repos(&cookie), 200);
+    set_password(web.home.path(), "a brand new password");
+    assert_eq!(repos(&cookie), 401);
+    assert_eq!(web.log_in(PASSWORD).status, 401);
+    assert_eq!(web.log_in("a brand new password").status, 303);
+}
+
+/// Bound beyond loopback (`insecure = true`), the server answers only the `[web] hosts`,
+/// marks its cookie `Secure` when told it sits behind TLS, and says at WARN that it is
+/// reachable from other machines.
+#[test]
+fn beyond_loopback_only_the_listed_hosts_are_answered_and_the_cookie_can_be_secure() {
+    let web = Web::start_with(
+        PLAIN_SHELL,
+        "bind = \"0.0.0.0\"\ninsecure = true\nhosts = [\"crow.test\"]\nsecure_cookie = true\n",
+    );
+    let port = web.authority.rsplit(':').next().unwrap().to_owned();
+    let page = |host: &str| web.http("GET", "/login", &[("Host", host)], "").status;
+    assert_eq!(page("evil.test"), 421);
+    assert_eq!(page(&format!("evil.test:{port}")), 421);
+    assert_eq!(page(&format!("127.0.0.1:{port}")), 421);
+    assert_eq!(page("crow.test"), 200);
+    assert_eq!(page(&format!("CROW.test:{port}")), 200);
+    let login = web.http(
+        "POST",
+        "/login",
+        &[
+            ("Host", "crow.test"),
+            ("Origin", "https://crow.test"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &format!("password={}", PASSWORD.replace(' ', "+")),
+    );
+    assert_eq!(login.status, 303, "{login:?}");
+    let cookie = login
+        .head
+        .lines()
+        .find(|line| line.starts_with("set-cookie:"))
+        .unwrap();
+    assert!(cookie.ends_with("; secure"), "{cookie}");
+    let log = std::fs::read_to_string(web.home.path().join("daemon.log")).unwrap();
+    let warning = log
+        .lines()
+        .find(|line| line.contains("reachable from other machines"))
+        .unwrap_or_else(|| panic!("no warning in {log}"));
+    assert!(
+        warning.contains("WARN") && warning.contains("crow.test"),
+        "{warning}"
+    );
 }

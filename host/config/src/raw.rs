@@ -42,6 +42,10 @@ pub(crate) struct RawWeb {
     pub insecure: bool,
     pub max_connections: Option<Spanned<usize>>,
     pub request_timeout_secs: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub hosts: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub secure_cookie: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,10 +76,13 @@ pub(crate) struct RawPlugin {
     #[serde(default)]
     pub allowed_resume_flags: Vec<String>,
     pub runtime: Option<Spanned<String>>,
+    /// Required for `runtime = "native"`: the user vouches for unsandboxed code.
+    #[serde(default)]
+    pub trusted: bool,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub sandbox: RawSandbox,
+    /// Absent and empty differ: a native plugin may not have the table at all.
+    pub sandbox: Option<Spanned<RawSandbox>>,
 }
 
 /// `[plugin.sandbox]` as written: every value keeps its span, because each is checked (and

@@ -53,6 +53,11 @@ pub struct WebConfig {
     /// The longest a connection may take to send a request (headers and body), and the
     /// longest it may stay open idle between requests.
     pub request_timeout: Duration,
+    /// `Host` header values answered besides the loopback names (`name` or `name:port`);
+    /// when bound beyond loopback and empty, any host is answered.
+    pub hosts: Vec<String>,
+    /// Mark the session cookie `Secure`: the page is reached through a TLS proxy.
+    pub secure_cookie: bool,
 }
 
 impl WebConfig {
@@ -72,6 +77,8 @@ impl Default for WebConfig {
             insecure: false,
             max_connections: WebConfig::DEFAULT_MAX_CONNECTIONS,
             request_timeout: WebConfig::DEFAULT_REQUEST_TIMEOUT,
+            hosts: Vec::new(),
+            secure_cookie: false,
         }
     }
 }
@@ -83,6 +90,7 @@ fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
         enabled: raw.enabled,
         port: raw.port.unwrap_or(8091),
         insecure: raw.insecure,
+        secure_cookie: raw.secure_cookie,
         ..WebConfig::default()
     };
     match raw.max_connections {
@@ -104,6 +112,24 @@ fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
         }
         Some(value) => web.request_timeout = Duration::from_secs(value.into_inner()),
         None => {}
+    }
+    for host in raw.hosts {
+        let name = host.get_ref().trim();
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+        if valid {
+            web.hosts.push(name.to_owned());
+        } else {
+            problems.push((
+                host.span(),
+                format!(
+                    "hosts entry `{}` is not a host name or `name:port` as a browser sends it in `Host`",
+                    host.get_ref()
+                ),
+            ));
+        }
     }
     if let Some(bind) = raw.bind {
         match bind.get_ref().trim().parse::<IpAddr>() {
@@ -311,7 +337,19 @@ fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Op
         None | Some(("wasm", _)) => Runtime::Wasm,
         Some(("native", span)) => {
             if matches!(command, PluginCommand::Builtin(_)) {
-                problems.push((span, "builtin plugins run only as wasm".to_owned()));
+                problems.push((span.clone(), "builtin plugins run only as wasm".to_owned()));
+            }
+            if !plugin.trusted {
+                problems.push((
+                    span,
+                    "a native plugin runs as you, with no sandbox: it can read, write and send anything you can. Add `trusted = true` to this [[plugin]] if you trust its code, or run it as wasm".to_owned(),
+                ));
+            }
+            if let Some(sandbox) = &plugin.sandbox {
+                problems.push((
+                    sandbox.span(),
+                    "[plugin.sandbox] does not apply to a native plugin, which runs unsandboxed: remove it, or run the plugin as wasm to have it enforced".to_owned(),
+                ));
             }
             Runtime::Native
         }
@@ -336,7 +374,11 @@ fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Op
             .into_iter()
             .map(|(key, value)| (key, expand_home(&value, home)))
             .collect(),
-        sandbox: sandbox(plugin.sandbox, home, problems),
+        sandbox: sandbox(
+            plugin.sandbox.map(Spanned::into_inner).unwrap_or_default(),
+            home,
+            problems,
+        ),
     })
 }
 

@@ -93,7 +93,7 @@ fn unknown_keys_name_their_position_and_a_likely_spelling() {
     check_errors(
         "[[plugin]]\nname = \"p\"\ncomand = \"x\"\n",
         &[
-            "3:1: unknown field `comand`, expected one of `name`, `command`, `args`, `enabled`, `watch_on_signal`, `allowed_resume_flags`, `runtime`, `env`, `sandbox`; did you mean `command`?",
+            "3:1: unknown field `comand`, expected one of `name`, `command`, `args`, `enabled`, `watch_on_signal`, `allowed_resume_flags`, `runtime`, `trusted`, `env`, `sandbox`; did you mean `command`?",
         ],
     );
     check_errors(
@@ -106,7 +106,7 @@ fn unknown_keys_name_their_position_and_a_likely_spelling() {
     check_errors(
         "[web]\nzzzzzz = 1\n",
         &[
-            "2:1: unknown field `zzzzzz`, expected one of `enabled`, `bind`, `port`, `password_hash`, `insecure`, `max_connections`, `request_timeout_secs`",
+            "2:1: unknown field `zzzzzz`, expected one of `enabled`, `bind`, `port`, `password_hash`, `insecure`, `max_connections`, `request_timeout_secs`, `hosts`, `secure_cookie`",
         ],
     );
 }
@@ -197,7 +197,7 @@ fn plugin_commands_are_builtins_paths_or_installed_names() {
     let config = parse_text(
         "[[plugin]]\nname = \"a\"\ncommand = \"~/p/a.wasm\"\n\
          [[plugin]]\nname = \"b\"\ncommand = \"adapter\"\n\
-         [[plugin]]\nname = \"c\"\ncommand = \"/opt/c\"\nruntime = \"native\"\n",
+         [[plugin]]\nname = \"c\"\ncommand = \"/opt/c\"\nruntime = \"native\"\ntrusted = true\n",
     )
     .unwrap();
     let commands: Vec<_> = config
@@ -218,7 +218,42 @@ fn plugin_commands_are_builtins_paths_or_installed_names() {
     );
     check_errors(
         "[[plugin]]\nname = \"r\"\ncommand = \"builtin:nightcrow-recovery\"\nruntime = \"native\"\n",
-        &["4:11: builtin plugins run only as wasm"],
+        &[
+            "4:11: builtin plugins run only as wasm",
+            "4:11: a native plugin runs as you, with no sandbox: it can read, write and send anything you can. Add `trusted = true` to this [[plugin]] if you trust its code, or run it as wasm",
+        ],
+    );
+}
+
+#[test]
+fn a_native_plugin_must_be_trusted_and_has_no_sandbox_to_configure() {
+    check_errors(
+        "[[plugin]]\nname = \"n\"\ncommand = \"/opt/n\"\nruntime = \"native\"\n",
+        &[
+            "4:11: a native plugin runs as you, with no sandbox: it can read, write and send anything you can. Add `trusted = true` to this [[plugin]] if you trust its code, or run it as wasm",
+        ],
+    );
+    let errors = parse_text(
+        "[[plugin]]\nname = \"n\"\ncommand = \"/opt/n\"\nruntime = \"native\"\ntrusted = true\n\n\
+         [plugin.sandbox]\nread_dirs = [\"/etc\"]\n",
+    )
+    .unwrap_err();
+    assert_eq!(errors.0.len(), 1, "{errors}");
+    assert_eq!(errors.0[0].line, 7, "{errors}");
+    assert!(
+        errors.0[0]
+            .message
+            .contains("[plugin.sandbox] does not apply to a native plugin"),
+        "{errors}"
+    );
+    // A wasm plugin keeps its sandbox.
+    let config = parse_text(
+        "[[plugin]]\nname = \"w\"\ncommand = \"w.wasm\"\n[plugin.sandbox]\nread_dirs = [\"/etc\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.plugins[0].sandbox.read_dirs,
+        [std::path::PathBuf::from("/etc")]
     );
 }
 
@@ -320,6 +355,24 @@ fn the_web_client_binds_beyond_loopback_only_when_told_it_is_insecure() {
         &[
             "2:8: bind `localhost:80` is not an IP address (like 127.0.0.1 or ::1)",
             "3:17: password_hash is not an Argon2id hash (`$argon2id$...`); set it with `nightcrow web passwd`, never write the password itself",
+        ],
+    );
+}
+
+#[test]
+fn web_hosts_and_the_secure_cookie_are_read_and_a_bad_host_is_positioned() {
+    let config = parse_text(
+        "[web]\nbind = \"0.0.0.0\"\ninsecure = true\nhosts = [\"crow.example\", \"10.0.0.2:8091\"]\nsecure_cookie = true\n",
+    )
+    .unwrap();
+    assert_eq!(config.web.hosts, ["crow.example", "10.0.0.2:8091"]);
+    assert!(config.web.secure_cookie);
+    let defaults = parse_text("").unwrap().web;
+    assert!(defaults.hosts.is_empty() && !defaults.secure_cookie);
+    check_errors(
+        "[web]\nhosts = [\"ok.example\", \"evil.example/path\"]\n",
+        &[
+            "2:24: hosts entry `evil.example/path` is not a host name or `name:port` as a browser sends it in `Host`",
         ],
     );
 }

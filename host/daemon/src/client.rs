@@ -19,6 +19,8 @@ pub enum ClientError {
         "no nightcrow daemon is running for {0} (start one with `nightcrow` or `nightcrow -d`)"
     )]
     NotRunning(String),
+    #[error("refusing to talk to the daemon's socket {0}")]
+    Untrusted(String),
     #[error("the daemon refused: {0}")]
     Refused(String),
     #[error("the daemon hung up")]
@@ -39,7 +41,12 @@ impl Connection {
     pub async fn open(home: &Home) -> Result<Connection, ClientError> {
         let stream = transport::connect(home)
             .await
-            .map_err(|_| ClientError::NotRunning(home.root().display().to_string()))?;
+            .map_err(|error| match error {
+                transport::ConnectError::Unreachable(_) => {
+                    ClientError::NotRunning(home.root().display().to_string())
+                }
+                transport::ConnectError::Untrusted(why) => ClientError::Untrusted(why),
+            })?;
         let (reader, writer) = tokio::io::split(stream);
         let mut connection = Connection {
             home: home.clone(),

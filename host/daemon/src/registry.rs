@@ -49,6 +49,8 @@ pub enum RegistryError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path}: {message}")]
+    Untrusted { path: PathBuf, message: String },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RegistryError + '_ {
@@ -298,17 +300,16 @@ fn hex_sha256(bytes: &[u8]) -> String {
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), RegistryError> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(io(dir))
+    nightcrow_plugin_host::private::ensure_private_dir(dir).map_err(|message| {
+        RegistryError::Untrusted {
+            path: dir.to_owned(),
+            message,
+        }
+    })
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
-    let temp = path.with_extension("partial");
-    std::fs::write(&temp, bytes).map_err(io(&temp))?;
-    std::fs::rename(&temp, path).map_err(io(path))
+    crate::write_atomically(path, bytes).map_err(io(path))
 }
 
 #[cfg(test)]

@@ -37,8 +37,9 @@ pub struct ConfigSource {
 
 impl ConfigSource {
     /// The config as the file says now; a missing file is the empty config. Errors carry
-    /// file, line and column.
+    /// file, line and column; a file another user owns or may write is refused.
     pub fn load(&self) -> Result<Config, String> {
+        crate::check_config_file(&self.path)?;
         if !self.path.exists() {
             return nightcrow_config::parse(&self.path, "", &self.user_home)
                 .map_err(|errors| errors.to_string());

@@ -2,6 +2,13 @@
 //!
 //! Unix: `daemon.sock` in the home folder (folder mode 0700, socket mode 0600). Windows: a
 //! named pipe whose name is derived from the home folder, so two homes never share one.
+//!
+//! On Unix no other user reaches the daemon, nor is reached in its place: the socket is
+//! bound inside the home, which is checked to be this user's and private (0700) before, so
+//! there is no moment in which another user could connect (the socket's own 0600, set just
+//! after the bind, is a second fence, not the first). Every accepted connection's peer is
+//! checked to run as this user (`SO_PEERCRED` / `getpeereid`, through tokio), and so is
+//! the daemon's, by the client, before either says a word.
 //! Either way the daemon first takes an exclusive lock on `daemon.lock`: holding it proves no
 //! other daemon runs, so a socket file left by a killed daemon is stale and is replaced.
 
@@ -20,6 +27,8 @@ pub enum ClaimError {
     AlreadyRunning { home: PathBuf, pid: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("{0}")]
+    Untrusted(String),
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ClaimError + '_ {
@@ -38,23 +47,14 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// Becomes the daemon of `home`: creates the folder (0700), takes the lock, records the
-    /// pid, replaces a stale socket and listens.
+    /// Becomes the daemon of `home`: creates the folder (0700; refused if it is not this
+    /// user's and private), takes the lock (0600), records the pid, replaces a stale socket
+    /// and listens.
     pub fn take(home: &Home) -> Result<Claim, ClaimError> {
         let root = home.root();
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(root).map_err(io_at(root))?;
+        home.ensure_private().map_err(ClaimError::Untrusted)?;
         let lock_path = root.join("daemon.lock");
-        let lock = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(io_at(&lock_path))?;
+        let lock = crate::open_private_file(&lock_path).map_err(io_at(&lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -114,8 +114,31 @@ mod endpoint {
             Ok(Listener { inner, path })
         }
 
+        /// The next connection from this user; one from another user is logged and closed.
         pub async fn accept(&mut self) -> io::Result<Stream> {
-            Ok(self.inner.accept().await?.0)
+            loop {
+                let (stream, _) = self.inner.accept().await?;
+                match peer_is_this_user(&stream) {
+                    Ok(()) => return Ok(stream),
+                    Err(why) => tracing::warn!("a connection to the socket refused: {why}"),
+                }
+            }
+        }
+    }
+
+    /// Whether the other end of `stream` runs as this user; if not, says who it is.
+    pub fn peer_is_this_user(stream: &UnixStream) -> Result<(), String> {
+        let credentials = stream
+            .peer_cred()
+            .map_err(|error| format!("its peer's user is unknown: {error}"))?;
+        if nightcrow_plugin_host::private::is_this_user(credentials.uid()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "its peer runs as uid {} (pid {:?}), not as this user",
+                credentials.uid(),
+                credentials.pid()
+            ))
         }
     }
 
@@ -129,9 +152,15 @@ mod endpoint {
         home.root().join("daemon.sock")
     }
 
-    /// Connects to the daemon of `home`.
-    pub async fn connect(home: &Home) -> io::Result<Stream> {
-        UnixStream::connect(socket_path(home)).await
+    /// Connects to the daemon of `home`, if that daemon runs as this user.
+    pub async fn connect(home: &Home) -> Result<Stream, ConnectError> {
+        let stream = UnixStream::connect(socket_path(home))
+            .await
+            .map_err(ConnectError::Unreachable)?;
+        peer_is_this_user(&stream).map_err(|why| {
+            ConnectError::Untrusted(format!("{}: {why}", socket_path(home).display()))
+        })?;
+        Ok(stream)
     }
 }
 
@@ -183,9 +212,20 @@ mod endpoint {
     }
 
     /// Connects to the daemon of `home`.
-    pub async fn connect(home: &Home) -> io::Result<NamedPipeClient> {
-        ClientOptions::new().open(socket_path(home))
+    pub async fn connect(home: &Home) -> Result<NamedPipeClient, ConnectError> {
+        ClientOptions::new()
+            .open(socket_path(home))
+            .map_err(ConnectError::Unreachable)
     }
 }
 
 pub use endpoint::{ClientStream, Listener, Stream, connect, socket_path};
+
+/// Why a client did not get a connection to the daemon.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// Nothing answers at the socket (no daemon runs).
+    Unreachable(io::Error),
+    /// Something answers, but not as this user.
+    Untrusted(String),
+}

@@ -84,7 +84,9 @@ impl ApprovedRelaunch {
     }
 }
 
-/// Relay a status report to clients, uninterpreted.
+/// Relay a status report to clients, uninterpreted. `state` and `detail` hold no control
+/// characters (escaped) and are at most [`MAX_STATUS_STATE_CHARS`](crate::MAX_STATUS_STATE_CHARS)
+/// and [`MAX_STATUS_DETAIL_CHARS`](crate::MAX_STATUS_DETAIL_CHARS) characters.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApprovedStatus {
     pub(crate) target: Target,
@@ -146,7 +148,8 @@ impl ApprovedWatchPane {
     }
 }
 
-/// Write one host log line attributed to `plugin`; the message is at most 2048 bytes.
+/// Write one host log line attributed to `plugin`; the message is at most 2048 bytes, with
+/// no control characters.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApprovedLog {
     pub(crate) plugin: String,
@@ -163,8 +166,8 @@ impl ApprovedLog {
         self.level
     }
 
-    /// The plugin's message, truncated on a char boundary. Untrusted text: log it as a
-    /// field value, escaped, never as a format string.
+    /// The plugin's message, control characters escaped, truncated on a char boundary.
+    /// Untrusted text: log it as a field value, never as a format string.
     pub fn message(&self) -> &str {
         &self.message
     }

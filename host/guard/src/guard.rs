@@ -9,6 +9,7 @@ use crate::approved::{
     ApprovedWatchPane, Target,
 };
 use crate::budget::Budgets;
+use crate::text::{MAX_STATUS_DETAIL_CHARS, MAX_STATUS_STATE_CHARS, escape_controls, shown};
 use crate::{
     Approved, BudgetKind, GuardLimits, PaneFacts, PaneOwner, PaneState, PluginPolicy, Refused,
     compose_relaunch_line,
@@ -73,7 +74,7 @@ impl Guard {
             Command::Log { level, message } => Ok(Approved::Log(ApprovedLog {
                 plugin: plugin.name.clone(),
                 level: *level,
-                message: truncate_log_message(message).to_owned(),
+                message: truncate_log_message(&escape_controls(message)).to_owned(),
             })),
             Command::Status {
                 token,
@@ -86,8 +87,10 @@ impl Guard {
                 let (target, _) = identify(token, *generation, facts)?;
                 Ok(Approved::Status(ApprovedStatus {
                     target,
-                    state: state.clone(),
-                    detail: detail.clone(),
+                    state: shown(state, MAX_STATUS_STATE_CHARS),
+                    detail: detail
+                        .as_deref()
+                        .map(|detail| shown(detail, MAX_STATUS_DETAIL_CHARS)),
                     deadline_epoch: *deadline_epoch,
                     attempt: *attempt,
                 }))

@@ -58,6 +58,11 @@
 //! }
 //! ```
 //!
+//! **Plugin text is made safe to show here too:** the `state` and `detail` of an approved
+//! status and the message of an approved log carry no control character (each is written
+//! as an escape, [`escape_controls`]) and are cut to their caps, so nothing a plugin says
+//! can write an escape sequence to a person's terminal or forge a log line.
+//!
 //! The other permissions a plugin can hold are its [`Sandbox`] grants, the one settings value
 //! the config resolves and the plugin runtime applies; the outbound TCP grant among them is a
 //! [`ConnectRule`], which can name only loopback addresses.
@@ -74,6 +79,7 @@ mod relaunch;
 mod sandbox;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use approved::{
     Approved, ApprovedAttention, ApprovedLog, ApprovedRelaunch, ApprovedSendInput, ApprovedStatus,
@@ -89,3 +95,4 @@ pub use relaunch::{
     compose_relaunch_line,
 };
 pub use sandbox::Sandbox;
+pub use text::{MAX_STATUS_DETAIL_CHARS, MAX_STATUS_STATE_CHARS, escape_controls};

@@ -323,6 +323,43 @@ fn status_and_attention_need_no_live_pane_and_no_budget() {
 }
 
 #[test]
+fn status_text_and_log_messages_reach_nobody_with_a_control_character() {
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[31mred\r\nfake line\u{9b}";
+    let command = Command::Status {
+        token: token(1),
+        generation: 1,
+        state: format!("{hostile}{}", "s".repeat(100)),
+        detail: Some(format!("{hostile}{}", "d".repeat(1000))),
+        deadline_epoch: None,
+        attempt: 0,
+    };
+    let verdict = Guard::default().judge(&plugin(), &command, Some(owned()), Instant::now());
+    let Ok(Approved::Status(approved)) = verdict else {
+        panic!("{verdict:?}");
+    };
+    let detail = approved.detail().unwrap();
+    for text in [approved.state(), detail] {
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(
+            text.starts_with("\\u{1b}]0;pwned\\u{7}\\u{1b}[31mred\\r\\nfake line\\u{9b}"),
+            "{text:?}"
+        );
+    }
+    assert_eq!(
+        approved.state().chars().count(),
+        crate::MAX_STATUS_STATE_CHARS
+    );
+    assert_eq!(detail.chars().count(), crate::MAX_STATUS_DETAIL_CHARS);
+
+    let verdict = Guard::default().judge(&plugin(), &log(hostile), None, Instant::now());
+    let Ok(Approved::Log(approved)) = verdict else {
+        panic!("{verdict:?}");
+    };
+    assert!(!approved.message().chars().any(char::is_control));
+    assert!(approved.message().ends_with("\\r\\nfake line\\u{9b}"));
+}
+
+#[test]
 fn send_input_needs_a_live_pane_quiet_for_ten_seconds() {
     check(send("y"), Some(exited()), Err(Refused::PaneNotRunning));
     let busy = |ms| PaneFacts {

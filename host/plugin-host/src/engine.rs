@@ -229,71 +229,8 @@ fn open_cache(dir: &Path) -> Result<Cache, RuntimeError> {
         path: dir.to_owned(),
         message,
     };
-    ensure_private_dir(dir).map_err(refuse)?;
+    crate::private::ensure_private_dir(dir).map_err(refuse)?;
     let mut config = CacheConfig::new();
     config.with_directory(dir);
     Cache::new(config).map_err(|error| refuse(format!("{error:#}")))
-}
-
-fn ensure_private_dir(dir: &Path) -> Result<(), String> {
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create parent: {e}"))?;
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    match builder.create(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(format!("cannot create: {error}")),
-    }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot inspect: {e}"))?;
-    if !meta.is_dir() {
-        return Err("is not a directory (symlinks are refused)".to_owned());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions, touches no memory and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(format!(
-                "is owned by uid {}, not by this user (uid {me})",
-                meta.uid()
-            ));
-        }
-        let mode = meta.mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(format!(
-                "has mode {mode:04o}; it must be private (chmod 700 it, or remove it)"
-            ));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[cfg(unix)]
-    #[test]
-    fn cache_dir_is_created_private_and_a_shared_one_is_refused() {
-        use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("a/b/cache");
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        ensure_private_dir(&dir).unwrap();
-
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let error = ensure_private_dir(&dir).unwrap_err();
-        assert!(error.contains("mode 0755"), "{error}");
-
-        let link = root.path().join("link");
-        std::os::unix::fs::symlink(&dir, &link).unwrap();
-        let error = ensure_private_dir(&link).unwrap_err();
-        assert!(error.contains("not a directory"), "{error}");
-    }
 }

@@ -45,6 +45,7 @@ mod engine;
 mod limits;
 mod native;
 mod plugin;
+pub mod private;
 mod process;
 mod ratelimit;
 mod runtime;

@@ -1,5 +1,7 @@
-//! The native runtime: a trusted child process on the same protocol, with piped stdio only,
-//! that cannot outlive the daemon.
+//! The native runtime: a trusted child process on the same protocol, with piped stdio only
+//! (no other descriptor of the daemon's), that cannot outlive the daemon. It is not
+//! sandboxed: the config says `trusted = true` for it, and every start is logged as a
+//! warning.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -63,6 +65,13 @@ pub(crate) fn launch(spec: &PluginSpec) -> Result<Launched, StartError> {
     }
     #[cfg(target_os = "linux")]
     die_with_parent(&mut command);
+    #[cfg(unix)]
+    inherit_only_stdio(&mut command);
+    tracing::warn!(
+        plugin = %spec.name,
+        path = %path.display(),
+        "starting a native plugin: trusted code, run as you with no sandbox"
+    );
     let mut child = command.spawn().map_err(|error| StartError::Spawn {
         path: path.clone(),
         message: error.to_string(),
@@ -118,6 +127,48 @@ fn die_with_parent(command: &mut Command) {
     // allocates nothing on its success path.
     unsafe {
         command.pre_exec(set_death_signal);
+    }
+}
+
+/// Marks every descriptor above 2 close-on-exec in the child, so it starts with its three
+/// pipes only: a descriptor some library opened without `O_CLOEXEC` (a pipe, a PTY, a
+/// socket) would otherwise reach trusted-but-foreign code. Close-on-exec rather than close,
+/// so the standard library's own exec-error pipe still works until the exec.
+#[cfg(unix)]
+fn inherit_only_stdio(command: &mut Command) {
+    fn mark_each(first: libc::c_int) {
+        // SAFETY: sysconf and fcntl are async-signal-safe and touch no memory of ours.
+        let limit = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+        let limit = libc::c_int::try_from(limit.clamp(0, 65_536)).unwrap_or(65_536);
+        for fd in first..limit {
+            // SAFETY: as above; an fd that is not open just fails with EBADF.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+    let mark_inherited = || {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: close_range is a plain system call (Linux 5.11 for the CLOEXEC flag),
+            // async-signal-safe, touching no memory.
+            let status = unsafe {
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3 as libc::c_uint,
+                    libc::c_uint::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                )
+            };
+            if status == 0 {
+                return Ok(());
+            }
+        }
+        mark_each(3);
+        Ok(())
+    };
+    // SAFETY: the closure only makes the async-signal-safe calls described above and
+    // allocates nothing.
+    unsafe {
+        command.pre_exec(mark_inherited);
     }
 }
 

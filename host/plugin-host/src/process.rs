@@ -7,6 +7,8 @@ use std::pin::Pin;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use nightcrow_guard::escape_controls;
+
 /// A boxed, sendable future, as the trait's methods return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -65,7 +67,8 @@ impl fmt::Display for ExitCause {
         match self {
             ExitCause::Exited { code } => write!(f, "exited with code {code}"),
             ExitCause::Signalled { signal } => write!(f, "killed by signal {signal}"),
-            ExitCause::Trapped { message } => write!(f, "trapped: {message}"),
+            // A trap message carries names from the module's name section: the guest's text.
+            ExitCause::Trapped { message } => write!(f, "trapped: {}", escape_controls(message)),
             ExitCause::MemoryLimit { limit_mib } => {
                 write!(f, "memory limit hit: grew past {limit_mib} MiB")
             }
@@ -85,7 +88,9 @@ impl fmt::Display for ExitCause {
             ),
             ExitCause::ClosedStdout => write!(f, "closed its stdout"),
             ExitCause::Killed => write!(f, "stopped by the host"),
-            ExitCause::StartFailed { message } => write!(f, "failed to start: {message}"),
+            ExitCause::StartFailed { message } => {
+                write!(f, "failed to start: {}", escape_controls(message))
+            }
         }
     }
 }

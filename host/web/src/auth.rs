@@ -1,11 +1,10 @@
 //! Who may use the web client: the password (an Argon2id hash in the config, checked off
 //! the async threads), the sessions it opens (random 256-bit ids in an HttpOnly,
-//! SameSite=Strict cookie, expired on the server), and the per-address brake on failed
-//! logins.
+//! SameSite=Strict cookie, expired on the server, all ended when the password changes), and
+//! the server-wide brake on failed logins.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use argon2::Argon2;
@@ -18,12 +17,13 @@ pub const COOKIE: &str = "nightcrow_session";
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 /// Most sessions kept at once; a login beyond it ends the oldest.
 const MAX_SESSIONS: usize = 64;
-/// Failed logins an address may make before it has to wait.
-const FREE_FAILURES: u32 = 3;
+/// Failed logins the server takes before every login has to wait. One count for all
+/// addresses: on loopback every local user can pick a source address of their own.
+pub const FREE_FAILURES: u32 = 3;
 /// The longest wait a run of failures earns.
 const MAX_LOCKOUT: Duration = Duration::from_secs(300);
-/// Addresses remembered at once; the ones whose wait is over go first.
-const MAX_ADDRESSES: usize = 4096;
+/// A run of failures this long without another is forgotten.
+const FAILURES_FORGOTTEN_AFTER: Duration = Duration::from_secs(15 * 60);
 /// Shortest password `nightcrow web passwd` accepts.
 pub const MIN_PASSWORD_CHARS: usize = 8;
 
@@ -48,6 +48,37 @@ pub fn password_matches(password: &str, hash: &str) -> bool {
             .verify_password(password.as_bytes(), &hash)
             .is_ok()
     })
+}
+
+/// The password and what depends on it: the sessions it opened and the failed-login brake.
+pub struct Login {
+    password_hash: RwLock<Option<String>>,
+    pub sessions: Sessions,
+    pub brake: LoginBrake,
+}
+
+impl Login {
+    pub fn new(password_hash: Option<String>) -> Login {
+        Login {
+            password_hash: RwLock::new(password_hash),
+            sessions: Sessions::default(),
+            brake: LoginBrake::default(),
+        }
+    }
+
+    pub fn password_hash(&self) -> Option<String> {
+        self.password_hash.read().expect("password lock").clone()
+    }
+
+    /// Takes a new hash (a config reload; `None` refuses every login). A changed password
+    /// ends every session: whoever logged in with the old one is out.
+    pub fn set_password_hash(&self, hash: Option<String>) {
+        let mut current = self.password_hash.write().expect("password lock");
+        if *current != hash {
+            *current = hash;
+            self.sessions.close_all();
+        }
+    }
 }
 
 /// The open sessions, by the SHA-256 of their id (the id itself is only in the cookie).
@@ -97,16 +128,22 @@ impl Sessions {
             self.open.lock().expect("sessions lock").remove(&digest(id));
         }
     }
+
+    fn close_all(&self) {
+        self.open.lock().expect("sessions lock").clear();
+    }
 }
 
-/// The `Set-Cookie` value for session `id` (an empty id with no lifetime clears it).
-pub fn set_cookie(id: &str) -> String {
+/// The `Set-Cookie` value for session `id` (an empty id with no lifetime clears it);
+/// `secure` adds `Secure`, for a server reached through a TLS proxy.
+pub fn set_cookie(id: &str, secure: bool) -> String {
     let max_age = if id.is_empty() {
         0
     } else {
         SESSION_LIFETIME.as_secs()
     };
-    format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}")
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
 }
 
 /// Our session id in a `Cookie` header (`a=1; nightcrow_session=...`).
@@ -121,50 +158,57 @@ fn digest(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
 }
 
-/// Failed logins per address: after [`FREE_FAILURES`] in a row, each further failure
-/// doubles the wait before the next try is even checked (1 s, 2 s, 4 s… up to
-/// [`MAX_LOCKOUT`]). A good login clears the address.
+/// Failed logins, for the whole server: after [`FREE_FAILURES`] in a row, each further
+/// failure doubles the wait before the next login is even checked (1 s, 2 s, 4 s… up to
+/// [`MAX_LOCKOUT`]). An attempt counts as a failure from the moment it is let through, before
+/// its password is hashed, so a burst of parallel tries cannot all be checked; a good login
+/// clears the count, and so do [`FAILURES_FORGOTTEN_AFTER`] without a failure.
 #[derive(Default)]
 pub struct LoginBrake {
-    addresses: Mutex<HashMap<IpAddr, Failures>>,
+    failures: Mutex<Option<Failures>>,
 }
 
 #[derive(Clone, Copy)]
 struct Failures {
     count: u32,
+    last: Instant,
     wait_until: Instant,
 }
 
 impl LoginBrake {
-    /// How long `address` must still wait before a login is checked; `None` if it may try.
-    pub fn wait(&self, address: IpAddr) -> Option<Duration> {
-        let addresses = self.addresses.lock().expect("brake lock");
-        let left = addresses
-            .get(&address)?
-            .wait_until
-            .saturating_duration_since(Instant::now());
-        (!left.is_zero()).then_some(left)
-    }
-
-    pub fn failed(&self, address: IpAddr) {
-        let now = Instant::now();
-        let mut addresses = self.addresses.lock().expect("brake lock");
-        if addresses.len() >= MAX_ADDRESSES {
-            addresses.retain(|_, failures| failures.wait_until > now);
-        }
-        let failures = addresses.entry(address).or_insert(Failures {
-            count: 0,
-            wait_until: now,
+    /// Lets one login be checked and counts it as failed until [`LoginBrake::succeeded`]; or
+    /// says how long every login must still wait.
+    pub fn attempt(&self, now: Instant) -> Result<(), Duration> {
+        let mut failures = self.failures.lock().expect("brake lock");
+        let run = match *failures {
+            Some(run) if now.saturating_duration_since(run.last) < FAILURES_FORGOTTEN_AFTER => {
+                let left = run.wait_until.saturating_duration_since(now);
+                if !left.is_zero() {
+                    return Err(left);
+                }
+                run
+            }
+            _ => Failures {
+                count: 0,
+                last: now,
+                wait_until: now,
+            },
+        };
+        let count = run.count + 1;
+        let wait_until = match count.checked_sub(FREE_FAILURES).filter(|over| *over > 0) {
+            Some(over) => now + Duration::from_secs(1u64 << (over - 1).min(16)).min(MAX_LOCKOUT),
+            None => now,
+        };
+        *failures = Some(Failures {
+            count,
+            last: now,
+            wait_until,
         });
-        failures.count += 1;
-        if let Some(over) = failures.count.checked_sub(FREE_FAILURES).filter(|n| *n > 0) {
-            let wait = Duration::from_secs(1u64 << (over - 1).min(16)).min(MAX_LOCKOUT);
-            failures.wait_until = now + wait;
-        }
+        Ok(())
     }
 
-    pub fn succeeded(&self, address: IpAddr) {
-        self.addresses.lock().expect("brake lock").remove(&address);
+    pub fn succeeded(&self) {
+        *self.failures.lock().expect("brake lock") = None;
     }
 }
 
@@ -195,24 +239,40 @@ mod tests {
         sessions.close(Some(&header));
         assert!(!sessions.check(Some(&header)));
         assert_ne!(sessions.open(), id);
-        let cookie = set_cookie(&id);
+        let cookie = set_cookie(&id, false);
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
     }
 
     #[test]
-    fn failures_beyond_the_free_ones_make_the_address_wait() {
+    fn a_new_password_ends_every_session() {
+        let login = Login::new(Some("$argon2id$one".to_owned()));
+        let header = format!("{COOKIE}={}", login.sessions.open());
+        login.set_password_hash(Some("$argon2id$one".to_owned()));
+        assert!(login.sessions.check(Some(&header)), "the same hash again");
+        login.set_password_hash(Some("$argon2id$two".to_owned()));
+        assert!(!login.sessions.check(Some(&header)));
+        assert_eq!(login.password_hash().as_deref(), Some("$argon2id$two"));
+        assert!(set_cookie("x", true).ends_with("; Secure"));
+        assert!(!set_cookie("x", false).contains("Secure"));
+    }
+
+    #[test]
+    fn attempts_beyond_the_free_ones_make_every_login_wait() {
         let brake = LoginBrake::default();
-        let address: IpAddr = "127.0.0.1".parse().unwrap();
-        let other: IpAddr = "127.0.0.2".parse().unwrap();
-        for _ in 0..FREE_FAILURES {
-            assert_eq!(brake.wait(address), None);
-            brake.failed(address);
+        let start = Instant::now();
+        for _ in 0..=FREE_FAILURES {
+            assert_eq!(brake.attempt(start), Ok(()));
         }
-        assert_eq!(brake.wait(address), None);
-        brake.failed(address);
-        assert!(brake.wait(address).is_some());
-        assert_eq!(brake.wait(other), None);
-        brake.succeeded(address);
-        assert_eq!(brake.wait(address), None);
+        assert_eq!(brake.attempt(start), Err(Duration::from_secs(1)));
+        let later = start + Duration::from_secs(1);
+        assert_eq!(brake.attempt(later), Ok(()));
+        assert_eq!(brake.attempt(later), Err(Duration::from_secs(2)));
+        let quiet = later + FAILURES_FORGOTTEN_AFTER;
+        assert_eq!(brake.attempt(quiet), Ok(()));
+        brake.succeeded();
+        for _ in 0..=FREE_FAILURES {
+            assert_eq!(brake.attempt(quiet), Ok(()));
+        }
+        assert!(brake.attempt(quiet).is_err());
     }
 }

@@ -13,8 +13,9 @@
 //! - a message over [`MAX_MESSAGE_BYTES`] is refused before it is read into memory;
 //! - HTTP connections are capped in number and in how long a request may take or a
 //!   connection may idle, and a failing `accept` backs off ([`serve`], [`accept`]);
-//! - the password is only ever held as its Argon2id hash, and failed logins are braked
-//!   per address ([`auth::LoginBrake`]).
+//! - the password is only ever held as its Argon2id hash; failed logins are braked for the
+//!   whole server, counted before the hash is checked ([`auth::LoginBrake`]); a changed
+//!   password ends every session ([`auth::Login::set_password_hash`]).
 //!
 //! It refuses to know about the daemon: it gets the open repositories and their hubs
 //! through [`Hubs`], which the daemon implements.
@@ -30,7 +31,7 @@ pub mod socket;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use nightcrow_config::WebConfig;
 use nightcrow_hub::HubHandle;
@@ -62,7 +63,7 @@ pub enum WebError {
 /// hub.
 pub struct WebServer {
     address: SocketAddr,
-    password_hash: Arc<RwLock<Option<String>>>,
+    login: Arc<auth::Login>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -84,17 +85,35 @@ impl WebServer {
             address: wanted,
             source,
         })?;
-        let password_hash = Arc::new(RwLock::new(Some(hash)));
-        let router = routes::router(routes::Web::new(hubs, Arc::clone(&password_hash), address));
+        let login = Arc::new(auth::Login::new(Some(hash)));
+        let router = routes::router(routes::Web::new(
+            hubs,
+            Arc::clone(&login),
+            address,
+            &config.hosts,
+            config.secure_cookie,
+        ));
         let limits = serve::ConnectionLimits {
             max_connections: config.max_connections,
             request_timeout: config.request_timeout,
         };
         let task = tokio::spawn(serve::serve(listener, router, limits));
         tracing::info!(url = %format!("http://{address}/"), "web client listening");
+        if !address.ip().is_loopback() {
+            let hosts = if config.hosts.is_empty() {
+                "any Host header is answered (no [web] hosts)".to_owned()
+            } else {
+                format!("Host headers answered: {}", config.hosts.join(", "))
+            };
+            tracing::warn!(
+                %address,
+                secure_cookie = config.secure_cookie,
+                "the web client is reachable from other machines over plain HTTP ([web] insecure = true): put a TLS proxy in front; {hosts}"
+            );
+        }
         Ok(WebServer {
             address,
-            password_hash,
+            login,
             task,
         })
     }
@@ -116,9 +135,10 @@ impl WebServer {
         }
     }
 
-    /// Takes a changed password hash (a config reload); `None` refuses every login.
+    /// Takes a changed password hash (a config reload); `None` refuses every login, and
+    /// any change ends every session.
     pub fn set_password_hash(&self, hash: Option<String>) {
-        *self.password_hash.write().expect("password lock") = hash;
+        self.login.set_password_hash(hash);
     }
 }
 

@@ -1,15 +1,17 @@
 //! The HTTP side: which requests are answered, and what each needs first.
 //!
 //! - every request: a loopback-bound server answers only loopback host names (a DNS
-//!   rebinding page names another host); every response carries headers that keep it out
+//!   rebinding page names another host), plus the `[web] hosts` the config lists, which are
+//!   all that a server bound beyond loopback answers when there are any; every response carries headers that keep it out
 //!   of frames, caches and other origins' reach;
 //! - without a session: `GET /login`, `POST /login`, `/assets/nightcrow.css`;
 //! - with one: the terminal page, its scripts, `GET /api/repos`, `POST /logout`, and the
 //!   WebSocket `GET /ws?repo=DIR`, which also needs an `Origin` that is this server.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
@@ -21,10 +23,11 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tokio::sync::Semaphore;
 
-use crate::auth::{LoginBrake, Sessions, password_matches, set_cookie};
+use crate::auth::{Login, password_matches, set_cookie};
 use crate::{Hubs, MAX_MESSAGE_BYTES, assets, socket};
 
-/// Password checks run at once (each takes ~20 MB and tens of ms of a core).
+/// Password checks run at once (each takes ~20 MB and tens of ms of a core); a login that
+/// finds them all busy is answered 429 at once rather than queued.
 const CONCURRENT_CHECKS: usize = 2;
 
 const SECURITY_HEADERS: &[(&str, &str)] = &[
@@ -44,42 +47,54 @@ const SECURITY_HEADERS: &[(&str, &str)] = &[
 /// The server's state, shared by every request.
 pub(crate) struct Web<H> {
     hubs: H,
-    sessions: Sessions,
-    brake: LoginBrake,
-    password_hash: Arc<RwLock<Option<String>>>,
-    checks: Semaphore,
-    /// `Host` values answered; empty when bound beyond loopback (any is).
+    login: Arc<Login>,
+    checks: Arc<Semaphore>,
+    /// `Host` values answered; empty when bound beyond loopback with no `[web] hosts` (any
+    /// is).
     hosts: Vec<String>,
+    secure_cookie: bool,
 }
 
 impl<H: Hubs> Web<H> {
+    /// `hosts` are the config's `[web] hosts`; `secure_cookie` its `secure_cookie`.
     pub(crate) fn new(
         hubs: H,
-        password_hash: Arc<RwLock<Option<String>>>,
+        login: Arc<Login>,
         address: SocketAddr,
+        hosts: &[String],
+        secure_cookie: bool,
     ) -> Web<H> {
         let port = address.port();
-        let hosts = if address.ip().is_loopback() {
-            vec![
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("[::1]:{port}"),
-            ]
-        } else {
-            Vec::new()
-        };
+        let mut answered = Vec::new();
+        if address.ip().is_loopback() {
+            answered
+                .extend(["127.0.0.1", "localhost", "[::1]"].map(|name| format!("{name}:{port}")));
+        }
+        for host in hosts {
+            let host = host.to_ascii_lowercase();
+            // A name without a port is meant as reached: through a proxy on 443, or directly.
+            if !host.ends_with(']') && host.contains(':') {
+                answered.push(host);
+            } else {
+                answered.push(format!("{host}:{port}"));
+                answered.push(host);
+            }
+        }
         Web {
             hubs,
-            sessions: Sessions::default(),
-            brake: LoginBrake::default(),
-            password_hash,
-            checks: Semaphore::new(CONCURRENT_CHECKS),
-            hosts,
+            login,
+            checks: Arc::new(Semaphore::new(CONCURRENT_CHECKS)),
+            hosts: answered,
+            secure_cookie,
         }
     }
 
     fn signed_in(&self, headers: &HeaderMap) -> bool {
-        self.sessions.check(cookie(headers))
+        self.login.sessions.check(cookie(headers))
+    }
+
+    fn cookie_header(&self, id: &str) -> HeaderValue {
+        HeaderValue::from_str(&set_cookie(id, self.secure_cookie)).expect("the cookie is ASCII")
     }
 }
 
@@ -103,9 +118,16 @@ pub(crate) fn router<H: Hubs>(web: Web<H>) -> Router {
 
 /// The host check before, the security headers after, any handler.
 async fn every_request<H: Hubs>(State(web): Shared<H>, request: Request, next: Next) -> Response {
-    let host = request.headers().get(header::HOST);
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok());
     let known = web.hosts.is_empty()
-        || host.is_some_and(|host| web.hosts.iter().any(|known| host == known.as_str()));
+        || host.is_some_and(|host| {
+            web.hosts
+                .iter()
+                .any(|known| host.eq_ignore_ascii_case(known))
+        });
     let mut response = if known {
         next.run(request).await
     } else {
@@ -152,44 +174,53 @@ async fn login<H: Hubs>(
     if !same_origin(&headers, false) {
         return (StatusCode::FORBIDDEN, "cross-origin login refused").into_response();
     }
-    let address: IpAddr = peer.ip();
-    if let Some(wait) = web.brake.wait(address) {
-        let seconds = wait.as_secs() + 1;
-        let mut response = login_form(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!("Too many failed logins from your address: try again in {seconds} s."),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        return response;
-    }
-    let Some(hash) = web.password_hash.read().expect("password lock").clone() else {
+    let Some(hash) = web.login.password_hash() else {
         return login_form(
             StatusCode::SERVICE_UNAVAILABLE,
             "No password is set: run <code>nightcrow web passwd</code>.",
         );
     };
-    let matches = {
-        let Ok(_permit) = web.checks.acquire().await else {
-            return StatusCode::SERVICE_UNAVAILABLE.into_response();
-        };
-        tokio::task::spawn_blocking(move || password_matches(&form.password, &hash))
-            .await
-            .unwrap_or(false)
+    let Ok(permit) = Arc::clone(&web.checks).try_acquire_owned() else {
+        return too_many(
+            Duration::ZERO,
+            "The server is busy checking other logins: try again in a second.",
+        );
     };
+    if let Err(wait) = web.login.brake.attempt(Instant::now()) {
+        return too_many(wait, "Too many failed logins: try again in");
+    }
+    // The permit goes with the check, so a client that hangs up mid-check frees no slot.
+    let matches = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        password_matches(&form.password, &hash)
+    })
+    .await
+    .unwrap_or(false);
     if !matches {
-        web.brake.failed(address);
-        tracing::warn!(%address, "web client: a failed login");
+        tracing::warn!(address = %peer.ip(), "web client: a failed login");
         return login_form(StatusCode::UNAUTHORIZED, "Wrong password.");
     }
-    web.brake.succeeded(address);
-    let id = web.sessions.open();
+    web.login.brake.succeeded();
+    let id = web.login.sessions.open();
     let mut response = Redirect::to("/").into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_str(&set_cookie(&id)).expect("the cookie is ASCII"),
-    );
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, web.cookie_header(&id));
+    response
+}
+
+/// 429 with the login page saying `message`, followed by the wait when there is one.
+fn too_many(wait: Duration, message: &str) -> Response {
+    let seconds = wait.as_secs() + 1;
+    let text = if wait.is_zero() {
+        message.to_owned()
+    } else {
+        format!("{message} {seconds} s.")
+    };
+    let mut response = login_form(StatusCode::TOO_MANY_REQUESTS, &text);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     response
 }
 
@@ -197,12 +228,11 @@ async fn logout<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response 
     if !same_origin(&headers, false) {
         return (StatusCode::FORBIDDEN, "cross-origin logout refused").into_response();
     }
-    web.sessions.close(cookie(&headers));
+    web.login.sessions.close(cookie(&headers));
     let mut response = Redirect::to("/login").into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_str(&set_cookie("")).expect("the cookie is ASCII"),
-    );
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, web.cookie_header(""));
     response
 }
 
