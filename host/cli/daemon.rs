@@ -11,6 +11,7 @@ use nightcrow_daemon::server::{ConfigSource, Daemon};
 use nightcrow_daemon::transport::Claim;
 use nightcrow_guard::escape_controls;
 use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
+use nightcrow_tui::format;
 
 use crate::Failure;
 
@@ -228,15 +229,23 @@ pub fn status(home: &Home) -> Result<(), Failure> {
     if status.repos.is_empty() {
         println!("no repository open (`nightcrow open DIR`)");
     }
+    let now = chrono::Utc::now().timestamp();
     for repo in status.repos {
         println!("{}", path(&repo.repo));
-        for pane in &repo.panes {
+        // Panes are numbered by their place, as the tabs of every client number them.
+        let number = |id: u64| {
+            repo.panes
+                .iter()
+                .position(|pane| pane.pane == id)
+                .map_or_else(|| format!("(id {id})"), |index| (index + 1).to_string())
+        };
+        for (index, pane) in repo.panes.iter().enumerate() {
             println!(
-                "  pane {} {:?} generation {} {}{}",
-                pane.pane,
+                "  pane {}:{} {}, generation {}{}",
+                index + 1,
                 pane.title.as_deref().unwrap_or("shell"),
-                pane.generation,
                 if pane.alive { "running" } else { "exited" },
+                pane.generation,
                 pane.owner
                     .as_deref()
                     .map(|owner| format!(", watched by {}", shown(owner)))
@@ -256,13 +265,15 @@ pub fn status(home: &Home) -> Result<(), Failure> {
             let report = hold.report.as_ref();
             let deadline = report
                 .and_then(|report| report.deadline_epoch)
-                .map(|epoch| format!(", deadline {epoch} (unix)"))
+                .map(|epoch| {
+                    format!(", until {}", format::deadline_text(epoch, now, &chrono::Local))
+                })
                 .unwrap_or_default();
             println!(
-                "  hold on pane {}: {}{deadline}, expires in {} s",
-                hold.pane,
+                "  hold on pane {}: {}{deadline}; the hold lapses in {}",
+                number(hold.pane),
                 shown(report.map_or("no report yet", |report| report.state.as_str())),
-                hold.expires_in_secs
+                format::span(hold.expires_in_secs)
             );
         }
     }

@@ -4,7 +4,7 @@
 //! stand-in hits a usage limit that resets a few seconds ahead and exits; the plugin waits
 //! for the reset and has the pane relaunched with `resume <id>`. A transcript of what
 //! happens is shown as it happens — in the TUI when stdout is a terminal (the countdown
-//! marker on the pane's tab, the relaunch as a new tab), else as a printed transcript —
+//! marker on the pane's tab, the relaunch in the same tab), else as a printed transcript —
 //! and the demo ends (exit 0) once the resumed pane runs. No accounts, no network.
 
 use std::path::Path;
@@ -139,7 +139,7 @@ impl Layout {
         if narrate {
             println!("nightcrow demo: a scripted Codex hits its usage limit; the sandboxed");
             println!("recovery plugin (wasm, allowed to read only the demo's sessions folder)");
-            println!("waits for the reset and resumes the session in a new pane.\n");
+            println!("waits for the reset and resumes the session in its pane.\n");
         }
         let runtime = PluginRuntime::new(RuntimeConfig::user_default())
             .map_err(|e| format!("cannot start the plugin runtime: {e}"))?;
@@ -229,7 +229,8 @@ async fn follow(
 struct Story {
     /// Print the transcript (off while the TUI shows the demo).
     narrate: bool,
-    /// The pane the plugin watches now and the line of its output being collected.
+    /// The hub's pane ids in display order (what a pane is called is its place, as on the
+    /// TUI's tabs), and the line of output being collected.
     panes: Vec<u64>,
     partial: String,
     /// The deadline of the current wait, and when the countdown last spoke.
@@ -259,17 +260,27 @@ impl Story {
     /// Tells one frame; the resumed pane once it shows it carries on.
     fn tell(&mut self, frame: Frame) -> Option<u64> {
         match frame {
-            Frame::Message(HubMessage::Created { pane, title, .. }) => {
-                self.panes.push(pane);
-                // Only the startup pane opens by itself; a second one is the relaunch.
-                self.relaunched = self.panes.len() > 1;
+            Frame::Message(HubMessage::Created {
+                pane,
+                title,
+                replaces,
+                ..
+            }) => {
+                // Only the startup pane opens by itself; the relaunch takes its place.
+                let place = replaces.and_then(|old| self.panes.iter().position(|p| *p == old));
+                self.relaunched = place.is_some();
+                match place {
+                    Some(index) => self.panes[index] = pane,
+                    None => self.panes.push(pane),
+                }
                 let title = title.unwrap_or_else(|| "shell".to_owned());
+                let number = self.number(pane);
                 if self.relaunched {
                     self.say(&format!(
-                        "▶ pane {pane} ({title}) started: the relaunched session"
+                        "▶ pane {number} ({title}) started again: the relaunched session"
                     ));
                 } else {
-                    self.say(&format!("▶ pane {pane} ({title}) started"));
+                    self.say(&format!("▶ pane {number} ({title}) started"));
                 }
             }
             Frame::Output { pane, bytes } => {
@@ -278,7 +289,7 @@ impl Story {
                     let line: String = self.partial.drain(..=end).collect();
                     let line = line.trim_end();
                     if !line.is_empty() {
-                        self.say(&format!("  │ pane {pane}: {line}"));
+                        self.say(&format!("  │ pane {}: {line}", self.number(pane)));
                     }
                     if self.relaunched && line.contains("carrying on") {
                         self.say("");
@@ -288,10 +299,14 @@ impl Story {
             }
             Frame::Message(HubMessage::Exited { pane, code, .. }) => {
                 let code = code.map_or("a signal".to_owned(), |code| format!("code {code}"));
-                self.say(&format!("■ pane {pane} exited ({code})"));
+                self.say(&format!("■ pane {} exited ({code})", self.number(pane)));
             }
             Frame::Message(HubMessage::Recovery(report)) => {
-                let mut line = format!("◆ recovery, pane {}: {}", report.pane, report.state);
+                let mut line = format!(
+                    "◆ recovery, pane {}: {}",
+                    self.number(report.pane),
+                    report.state
+                );
                 if let Some(detail) = &report.detail {
                     line.push_str(&format!(" — {detail}"));
                 }
@@ -308,7 +323,7 @@ impl Story {
                 };
             }
             Frame::Message(HubMessage::Attention { pane }) => {
-                self.say(&format!("🔔 pane {pane} wants you back"));
+                self.say(&format!("🔔 pane {} wants you back", self.number(pane)));
             }
             Frame::Message(HubMessage::Plugin {
                 name,
@@ -319,9 +334,19 @@ impl Story {
                 detail.map(|d| format!(" ({d})")).unwrap_or_default()
             )),
             Frame::Message(HubMessage::Error { message }) => self.say(&format!("error: {message}")),
-            Frame::Message(HubMessage::Hello { .. } | HubMessage::Resized { .. }) => {}
+            Frame::Message(
+                HubMessage::Hello { .. } | HubMessage::Resized { .. } | HubMessage::Closed { .. },
+            ) => {}
         }
         None
+    }
+
+    /// The pane's place in display order, from 1; a pane already gone keeps its id.
+    fn number(&self, pane: u64) -> String {
+        self.panes
+            .iter()
+            .position(|p| *p == pane)
+            .map_or_else(|| format!("#{pane}"), |index| (index + 1).to_string())
     }
 
     /// Every 5 s while a wait with a deadline runs: how long is left.

@@ -89,21 +89,30 @@ pub enum HubMessage {
     Hello {
         version: u32,
     },
-    /// A pane exists (on attach: one per running pane, followed by its scrollback).
+    /// A pane exists (on attach: one per pane, in display order, each followed by its
+    /// scrollback, then `exited` if its process has ended, then its latest `recovery`).
+    /// `replaces`: a relaunch put this pane where that one was; the old one is gone.
     Created {
         pane: u64,
         title: Option<String>,
         rows: u16,
         cols: u16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replaces: Option<u64>,
     },
-    /// The pane's process ended; `code` is `None` when a signal ended it (or it was closed).
-    /// `held`: the pane stays, exited, for its plugin to relaunch (SPEC §6.2); its
-    /// `recovery` reports follow, and a `recovery` with state `cancelled` ends it.
+    /// The pane's process ended; `code` is `None` when a signal ended it. The pane stays,
+    /// exited, with its screen and scrollback, until a client closes it (`closed` follows).
+    /// `held`: its plugin may relaunch it (SPEC §6.2); its `recovery` reports follow, and
+    /// a `recovery` with state `cancelled` ends the hold (the pane stays, plainly exited).
     Exited {
         pane: u64,
         code: Option<u32>,
         #[serde(default)]
         held: bool,
+    },
+    /// The pane is gone: a client closed it, or the hub let go of an old exited pane.
+    Closed {
+        pane: u64,
     },
     Resized {
         pane: u64,

@@ -68,8 +68,12 @@ pub struct Pane {
     flooding: bool,
     /// When output last arrived.
     last_output: Instant,
-    /// `false` once exited and held for a relaunch.
+    /// `false` once its process ended; the pane stays, with its screen, until closed.
     pub alive: bool,
+    /// Exited and held for its plugin to relaunch (until a `cancelled` report).
+    pub held: bool,
+    /// How the process ended, for the notice row: `exited with code 1`, `ended`.
+    pub ended: Option<String>,
     pub recovery: Option<Recovery>,
     /// Attention raised while the pane was not in view.
     pub unread: bool,
@@ -88,6 +92,8 @@ impl Pane {
             flooding: false,
             last_output: Instant::now(),
             alive: true,
+            held: false,
+            ended: None,
             recovery: None,
             unread: false,
         }
@@ -184,6 +190,12 @@ impl Pane {
     pub fn marker(&self) -> Option<String> {
         self.recovery.as_ref().map(Recovery::marker)
     }
+
+    /// Exited with its plugin about to act on it (a hold and a report of recovery under
+    /// way); an exited pane without that is plainly exited (SPEC §8).
+    pub fn pending_relaunch(&self) -> bool {
+        !self.alive && self.held && self.recovery.is_some()
+    }
 }
 
 /// What the keyboard is doing now.
@@ -195,6 +207,8 @@ pub enum Mode {
     Leader,
     /// `x` asked whether to close this pane.
     ConfirmClose(u64),
+    /// `r` on a held pane asked whether to end its hold.
+    ConfirmCancel(u64),
     /// Reading the active pane's history: this many lines up from the live screen.
     Scrollback(usize),
     /// The key table is shown; any key closes it.
@@ -350,7 +364,10 @@ impl App {
                     self.active = 0;
                     // Modes about a pane end with it; a leader pressed just before keeps
                     // its meaning, or its command key would be typed into the pane.
-                    if matches!(self.mode, Mode::ConfirmClose(_) | Mode::Scrollback(_)) {
+                    if matches!(
+                        self.mode,
+                        Mode::ConfirmClose(_) | Mode::ConfirmCancel(_) | Mode::Scrollback(_)
+                    ) {
                         self.mode = Mode::Normal;
                     }
                     self.say("reattached: the hub had dropped this client".to_owned());
@@ -365,20 +382,33 @@ impl App {
                 title,
                 rows,
                 cols,
+                replaces,
             } => {
                 if self.index_of(pane).is_some() {
                     return Vec::new();
                 }
                 // Built at the pane's size so its scrollback replays as it was drawn,
                 // then brought to this terminal's size.
-                self.panes
-                    .push(Pane::new(pane, title, PaneSize { rows, cols }));
-                let index = self.panes.len() - 1;
+                let created = Pane::new(pane, title, PaneSize { rows, cols });
+                // A relaunch takes the old pane's place, so its tab number stays.
+                let index = match replaces.and_then(|old| self.index_of(old)) {
+                    Some(index) => {
+                        self.panes[index] = created;
+                        index
+                    }
+                    None => {
+                        self.panes.push(created);
+                        self.panes.len() - 1
+                    }
+                };
                 let reselected = self.reselect == Some(pane);
                 if reselected {
                     self.reselect = None;
                 }
-                if std::mem::take(&mut self.awaiting_created) || self.panes.len() == 1 || reselected
+                if std::mem::take(&mut self.awaiting_created)
+                    || self.panes.len() == 1
+                    || reselected
+                    || index == self.active
                 {
                     self.select(index);
                 }
@@ -399,16 +429,18 @@ impl App {
                 let Some(index) = self.index_of(pane) else {
                     return Vec::new();
                 };
-                let title = self.panes[index].title.clone();
                 let how = code.map_or("ended".to_owned(), |code| {
                     format!("exited with code {code}")
                 });
-                if held {
-                    self.panes[index].alive = false;
-                    self.say(format!("{title} {how}; held for its plugin to relaunch"));
-                } else {
+                let exited = &mut self.panes[index];
+                exited.alive = false;
+                exited.held = held;
+                exited.ended = Some(how.clone());
+                self.say(format!("{} {how}", self.label(index)));
+            }
+            HubMessage::Closed { pane } => {
+                if let Some(index) = self.index_of(pane) {
                     self.remove(index);
-                    self.say(format!("{title} {how}"));
                 }
             }
             HubMessage::Recovery(report) => self.on_recovery(report),
@@ -418,8 +450,7 @@ impl App {
                     if index != self.active {
                         self.panes[index].unread = true;
                     }
-                    let title = self.panes[index].title.clone();
-                    self.say(format!("{title} wants you back"));
+                    self.say(format!("{} wants you back", self.label(index)));
                 }
             }
             HubMessage::Plugin {
@@ -438,32 +469,60 @@ impl App {
     }
 
     fn on_recovery(&mut self, report: RecoveryReport) {
-        let index = match self.index_of(report.pane) {
-            Some(index) => index,
-            // An exited pane held for a relaunch, first heard of by its report (a replay
-            // after attach lists running panes only).
-            None if format::is_active(&report) => {
-                let mut pane = Pane::new(report.pane, None, self.size);
-                pane.title = format!("pane {}", report.pane);
-                pane.alive = false;
-                self.panes.push(pane);
-                self.panes.len() - 1
-            }
-            None => return,
+        let Some(index) = self.index_of(report.pane) else {
+            return;
         };
+        let label = self.label(index);
         let pane = &mut self.panes[index];
         if format::is_active(&report) {
             pane.recovery = Some(Recovery::from_report(&report, &chrono::Local));
             return;
         }
-        pane.recovery = None;
-        if report.state == "cancelled" && !pane.alive {
-            // The hold is over: relaunched as a new pane, cancelled or expired.
-            self.remove(index);
+        let was_shown = pane.recovery.take().is_some();
+        if report.state == "cancelled" && pane.held {
+            // The hold is over (cancelled, expired, or its plugin stopped): plainly exited.
+            pane.held = false;
+            self.say(format!(
+                "{label}: recovery ended; it stays exited ({} x closes it)",
+                self.leader
+            ));
         } else if let Some(detail) = report.detail {
-            let title = pane.title.clone();
-            self.say(format!("{title}: {detail}"));
+            self.say(format!("{label}: {detail}"));
+        } else if was_shown {
+            self.say(format!("{label}: recovery over"));
         }
+    }
+
+    /// `N:title`, as the pane's tab reads: notices name panes the way the tabs do.
+    pub(crate) fn label(&self, index: usize) -> String {
+        format!("{}:{}", index + 1, self.panes[index].title)
+    }
+
+    /// Leader `r`: end the hold of a held pane after asking; anything else is told what
+    /// is true instead of being told "cancelled".
+    pub(crate) fn cancel_recovery(&mut self, pane: u64) -> Vec<ClientRequest> {
+        let Some(index) = self.index_of(pane) else {
+            return Vec::new();
+        };
+        let label = self.label(index);
+        let target = &self.panes[index];
+        if target.held {
+            self.mode = Mode::ConfirmCancel(pane);
+            return Vec::new();
+        }
+        let text = match (target.alive, &target.recovery) {
+            (true, Some(recovery)) => format!(
+                "nothing to cancel: {label} is running, not held; its plugin goes on ({})",
+                recovery.chip()
+            ),
+            (true, None) => format!("nothing to cancel: {label} is running, nothing is held"),
+            (false, _) => format!(
+                "nothing to cancel: {label} has exited and nothing is held ({} x closes it)",
+                self.leader
+            ),
+        };
+        self.say(text);
+        Vec::new()
     }
 
     fn remove(&mut self, index: usize) {

@@ -14,7 +14,16 @@ fn created(app: &mut App, pane: u64) -> Vec<ClientRequest> {
         title: Some(format!("p{pane}")),
         rows: SIZE.rows,
         cols: SIZE.cols,
+        replaces: None,
     }))
+}
+
+fn exited(app: &mut App, pane: u64, held: bool) {
+    app.on_frame(Frame::Message(HubMessage::Exited {
+        pane,
+        code: Some(1),
+        held,
+    }));
 }
 
 fn output(app: &mut App, pane: u64, bytes: &[u8]) {
@@ -119,6 +128,7 @@ fn a_pane_at_another_size_is_brought_to_ours_after_its_replay() {
         title: None,
         rows: 24,
         cols: 80,
+        replaces: None,
     }));
     assert_eq!(
         resize,
@@ -153,34 +163,92 @@ fn a_pane_at_another_size_is_brought_to_ours_after_its_replay() {
 }
 
 #[test]
-fn a_held_pane_stays_until_its_hold_ends() {
+fn an_exited_pane_stays_with_its_screen_until_it_is_closed() {
     let mut app = app();
     created(&mut app, 1);
     created(&mut app, 2);
-    app.on_frame(Frame::Message(HubMessage::Exited {
-        pane: 1,
-        code: Some(1),
-        held: true,
-    }));
+    output(&mut app, 1, b"You've hit your usage limit.");
+    exited(&mut app, 1, true);
     assert_eq!(titles(&app), ["p1", "p2"]);
     assert!(!app.panes[0].alive);
     assert!(app.on_input(b"typed into an exited pane").is_empty());
     app.on_frame(report(1, "waiting_for_reset"));
     assert_eq!(app.panes[0].marker().as_deref(), Some("⏳"));
-    // A report for a pane this client never saw created: a hold replayed on attach.
-    app.on_frame(report(9, "backoff"));
-    assert_eq!(titles(&app), ["p1", "p2", "pane 9"]);
+    assert!(app.panes[0].pending_relaunch());
+    // The hold ends: the marker goes, the pane and its screen stay, plainly exited.
     app.on_frame(report(1, "cancelled"));
-    assert_eq!(titles(&app), ["p2", "pane 9"]);
-    // Unheld exits go at once; the last one ends the TUI.
-    app.on_frame(report(9, "cancelled"));
-    app.on_frame(Frame::Message(HubMessage::Exited {
-        pane: 2,
-        code: Some(0),
-        held: false,
-    }));
+    assert_eq!(titles(&app), ["p1", "p2"]);
+    assert_eq!(app.panes[0].marker(), None);
+    assert!(!app.panes[0].held && !app.panes[0].pending_relaunch());
+    app.parse_pending(usize::MAX, Instant::now());
+    assert!(
+        app.panes[0]
+            .screen
+            .screen()
+            .contents()
+            .contains("usage limit")
+    );
+    // A report for a pane this client does not know makes no tab.
+    app.on_frame(report(9, "backoff"));
+    assert_eq!(titles(&app), ["p1", "p2"]);
+    // Unheld exits stay too; `closed` removes a pane, and the last one ends the TUI.
+    exited(&mut app, 2, false);
+    assert_eq!(titles(&app), ["p1", "p2"]);
+    app.on_frame(Frame::Message(HubMessage::Closed { pane: 1 }));
+    app.on_frame(Frame::Message(HubMessage::Closed { pane: 2 }));
     assert!(app.panes.is_empty());
     assert_eq!(app.outcome, Some(Outcome::NoPanes));
+}
+
+#[test]
+fn a_relaunch_takes_the_old_pane_s_tab() {
+    let mut app = app();
+    created(&mut app, 1);
+    created(&mut app, 2);
+    exited(&mut app, 1, true);
+    app.on_frame(Frame::Message(HubMessage::Created {
+        pane: 3,
+        title: Some("p1".to_owned()),
+        rows: SIZE.rows,
+        cols: SIZE.cols,
+        replaces: Some(1),
+    }));
+    let ids: Vec<u64> = app.panes.iter().map(|pane| pane.id).collect();
+    assert_eq!(ids, [3, 2], "tab 1 is still the session");
+    assert!(app.panes[0].alive);
+    assert_eq!(app.active_pane().map(|p| p.id), Some(3));
+}
+
+#[test]
+fn cancel_tells_the_truth() {
+    let mut app = app();
+    created(&mut app, 1);
+    app.on_frame(report(1, "waiting_for_reset"));
+    // A running pane: nothing is held, nothing is sent, and the screen says so.
+    assert!(app.on_input(b"\x06r").is_empty());
+    let said = app.notice(Instant::now()).expect("a notice").to_owned();
+    assert!(said.starts_with("nothing to cancel: 1:p1 is running"), "{said}");
+    assert!(app.panes[0].marker().is_some(), "the marker stays: it is true");
+    // A held pane: asked first; only `y` cancels.
+    exited(&mut app, 1, true);
+    assert!(app.on_input(b"\x06r").is_empty());
+    assert_eq!(app.mode, Mode::ConfirmCancel(1));
+    assert!(app.on_input(b"n").is_empty());
+    assert_eq!(app.mode, Mode::Normal);
+    app.on_input(b"\x06r");
+    assert_eq!(
+        app.on_input(b"y"),
+        [ClientRequest::CancelRecovery { pane: 1 }]
+    );
+    // Only the hub's `cancelled` says it is over.
+    app.on_frame(report(1, "cancelled"));
+    let said = app.notice(Instant::now()).expect("a notice").to_owned();
+    assert!(said.starts_with("1:p1: recovery ended; it stays exited"), "{said}");
+    assert_eq!(titles(&app), ["p1"], "the pane and its screen stay");
+    // Plainly exited now: nothing to cancel, and how to close it.
+    app.on_input(b"\x06r");
+    let said = app.notice(Instant::now()).expect("a notice").to_owned();
+    assert!(said.contains("has exited and nothing is held"), "{said}");
 }
 
 #[test]

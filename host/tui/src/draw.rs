@@ -83,6 +83,11 @@ fn notice_line(app: &App, width: u16) -> Line<'static> {
         Mode::ConfirmClose(_) => {
             Some("close this pane? y closes, any other key keeps it".to_owned())
         }
+        Mode::ConfirmCancel(_) => Some(
+            "cancel this pane's recovery? Its plugin will not relaunch it; it stays exited. \
+             y cancels, any other key keeps it"
+                .to_owned(),
+        ),
         Mode::Scrollback(offset) => Some(format!(
             "scrollback: {offset} lines up · PgUp PgDn ↑ ↓ · q leaves"
         )),
@@ -98,11 +103,15 @@ fn notice_line(app: &App, width: u16) -> Line<'static> {
     let mut used = 0;
     if let Some(pane) = app.active_pane() {
         if !pane.alive {
-            spans.push(Span::styled(
-                "exited · ",
-                Style::new().add_modifier(Modifier::DIM),
-            ));
-            used += "exited · ".width();
+            // Plainly exited unless its plugin is about to act on it (SPEC §8).
+            let ended = pane.ended.as_deref().unwrap_or("exited");
+            let state = if pane.pending_relaunch() {
+                format!("{ended} · ")
+            } else {
+                format!("{ended} · {} x closes it · ", app.leader)
+            };
+            used += state.width();
+            spans.push(Span::styled(state, Style::new().add_modifier(Modifier::DIM)));
         }
         if let Some(recovery) = &pane.recovery {
             let chip = truncate(&recovery.chip(), width.saturating_sub(used));

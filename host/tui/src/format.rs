@@ -69,6 +69,44 @@ impl Recovery {
     }
 }
 
+/// A deadline as a person reads it: local `HH:MM` (with the date when it is not today)
+/// and how long until then, `14:05 (in 3 h 12 min)`.
+pub fn deadline_text<Tz: TimeZone>(epoch: i64, now_epoch: i64, zone: &Tz) -> String {
+    let (Some(at), Some(now)) = (
+        zone.timestamp_opt(epoch, 0).single(),
+        zone.timestamp_opt(now_epoch, 0).single(),
+    ) else {
+        return format!("at {epoch} (unix)");
+    };
+    let (at, now) = (at.naive_local(), now.naive_local());
+    let clock = if at.date() == now.date() {
+        at.format("%H:%M").to_string()
+    } else {
+        at.format("%Y-%m-%d %H:%M").to_string()
+    };
+    let left = epoch - now_epoch;
+    if left >= 0 {
+        format!("{clock} (in {})", span(left.unsigned_abs()))
+    } else {
+        format!("{clock} ({} ago)", span(left.unsigned_abs()))
+    }
+}
+
+/// `3 h 12 min`, `45 s`, `2 days 3 h`: the two largest units that are not zero.
+pub fn span(secs: u64) -> String {
+    let (days, hours, mins) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60);
+    match (days, hours, mins) {
+        (0, 0, 0) => format!("{secs} s"),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (1, 0, _) => "1 day".to_owned(),
+        (d, 0, _) => format!("{d} days"),
+        (1, h, _) => format!("1 day {h} h"),
+        (d, h, _) => format!("{d} days {h} h"),
+    }
+}
+
 /// Whether a report means recovery is under way (the pane gets a marker and a chip). A
 /// plugin that settles a pane says `idle`; the hub says `cancelled` when a hold ends.
 pub fn is_active(report: &RecoveryReport) -> bool {
@@ -262,6 +300,24 @@ mod tests {
         // No room for the title at all: the marker still shows.
         check("codex", false, Some("⏳14:05"), 9, "2:⏳14:05");
         check("tab\there", false, None, 28, "2:tab here");
+    }
+
+    #[test]
+    fn deadlines_read_as_local_time_and_what_is_left() {
+        let utc = FixedOffset::east_opt(0).unwrap();
+        // 2026-02-23 23:48:47 UTC.
+        let now = 1_771_890_527;
+        assert_eq!(
+            deadline_text(now + 3 * 3600 + 12 * 60, now, &utc),
+            "2026-02-24 03:00 (in 3 h 12 min)"
+        );
+        assert_eq!(deadline_text(now + 45, now, &utc), "23:49 (in 45 s)");
+        assert_eq!(deadline_text(now - 120, now, &utc), "23:46 (2 min ago)");
+        let tokyo = FixedOffset::east_opt(9 * 3600).unwrap();
+        assert_eq!(deadline_text(now + 60, now, &tokyo), "08:49 (in 1 min)");
+        assert_eq!(span(9 * 86_400), "9 days");
+        assert_eq!(span(86_400 + 7200 + 5), "1 day 2 h");
+        assert_eq!(span(3600), "1 h");
     }
 
     #[test]

@@ -62,6 +62,13 @@ impl App {
                     _ => Vec::new(),
                 }
             }
+            Mode::ConfirmCancel(pane) => {
+                self.mode = Mode::Normal;
+                match key {
+                    Key::Byte(b'y' | b'Y') => vec![ClientRequest::CancelRecovery { pane }],
+                    _ => Vec::new(),
+                }
+            }
             Mode::Scrollback(offset) => {
                 let page = usize::from(self.size.rows.saturating_sub(1)).max(1);
                 let offset = match key {
@@ -105,10 +112,7 @@ impl App {
             }
             (b'1'..=b'9', _) => self.select(usize::from(byte - b'1')),
             (b'x', Some(pane)) => self.mode = Mode::ConfirmClose(pane),
-            (b'r', Some(pane)) => {
-                self.say("recovery cancelled".to_owned());
-                return vec![ClientRequest::CancelRecovery { pane }];
-            }
+            (b'r', Some(pane)) => return self.cancel_recovery(pane),
             (b'[', Some(_)) => self.mode = Mode::Scrollback(0),
             (b'd', _) => self.outcome = Some(Outcome::Detached),
             (b'?', _) => self.mode = Mode::Help,

@@ -40,6 +40,9 @@ class Pane {
     this.id = id;
     this.title = title || `pane ${id}`;
     this.alive = alive;
+    // Exited and held for its plugin to relaunch, until a `cancelled` report.
+    this.held = false;
+    this.ended = null;
     this.recovery = null;
     this.unread = false;
     this.element = document.createElement("div");
@@ -118,12 +121,29 @@ function say(text) {
   $("notice").textContent = text;
 }
 
-function addPane(id, title, alive) {
-  const pane = new Pane(id, title, alive);
+/** A new pane's tab goes last, or where the pane it `replaces` was (a relaunch keeps the
+ *  tab number). */
+function addPane(id, title, replaces) {
+  const pane = new Pane(id, title, true);
   state.panes.set(id, pane);
-  state.order.push(id);
-  pane.drawTab();
+  const old = state.order.indexOf(replaces);
+  if (old >= 0) {
+    const previous = state.panes.get(replaces);
+    previous.tab.replaceWith(pane.tab);
+    previous.dispose();
+    state.panes.delete(replaces);
+    state.order[old] = id;
+    if (state.active === replaces) state.active = null;
+  } else {
+    state.order.push(id);
+  }
+  state.panes.forEach((other) => other.drawTab());
   return pane;
+}
+
+/** `N:title`, as the pane's tab reads. */
+function label(pane) {
+  return `${state.order.indexOf(pane.id) + 1}:${pane.title}`;
 }
 
 function removePane(id) {
@@ -161,16 +181,21 @@ function drawToolbar() {
   const pane = state.panes.get(state.active);
   const chip = $("chip");
   const cancel = $("cancel");
-  $("pane-title").textContent = pane ? pane.title + (pane.alive ? "" : " (exited)") : "";
-  if (pane && pane.recovery) {
-    chip.textContent = (pane.alive ? "" : "exited · ") + chipText(pane.recovery);
-    chip.dataset.state = pane.recovery.state;
+  $("pane-title").textContent = pane ? label(pane) : "";
+  // Plainly exited unless its plugin is about to act on it (a hold and a report).
+  const pending = pane && !pane.alive && pane.held && pane.recovery;
+  const ended = pane && !pane.alive ? (pending ? `${pane.ended} · ` : `${pane.ended} · × on its tab closes it`) : "";
+  if (pane && (pane.recovery || ended)) {
+    chip.textContent = ended + (pane.recovery ? chipText(pane.recovery) : "");
+    chip.dataset.state = pane.recovery ? pane.recovery.state : "exited";
     chip.hidden = false;
-    cancel.hidden = false;
   } else {
     chip.hidden = true;
-    cancel.hidden = true;
+    chip.textContent = "";
+    delete chip.dataset.state;
   }
+  // Only a hold can be cancelled; a running pane's plugin goes on watching it.
+  cancel.hidden = !(pane && pane.held);
   const empty = $("empty");
   empty.hidden = state.panes.size > 0;
   empty.textContent = "No panes. Press + to open a shell.";
@@ -190,9 +215,10 @@ function onMessage(message) {
       break;
     }
     case "created": {
-      const pane = addPane(message.pane, message.title || "shell", true);
+      const wasActive = state.active !== null && state.active === message.replaces;
+      const pane = addPane(message.pane, message.title || "shell", message.replaces);
       pane.term.resize(message.cols, message.rows);
-      if (state.wantNewPane || state.active === null || state.keep === message.pane) {
+      if (state.wantNewPane || state.active === null || wasActive || state.keep === message.pane) {
         state.wantNewPane = false;
         select(message.pane);
       } else {
@@ -208,37 +234,37 @@ function onMessage(message) {
       break;
     }
     case "exited": {
+      // The pane stays, with its screen, until it is closed (`closed` follows then).
       const pane = state.panes.get(message.pane);
       if (!pane) break;
       const how = message.code === null || message.code === undefined ? "ended" : `exited with code ${message.code}`;
-      if (message.held) {
-        pane.alive = false;
-        pane.drawTab();
-        say(`${pane.title} ${how}; held for its plugin to relaunch`);
-      } else {
-        say(`${pane.title} ${how}`);
-        removePane(message.pane);
-      }
+      pane.alive = false;
+      pane.held = !!message.held;
+      pane.ended = how;
+      pane.drawTab();
+      say(`${label(pane)} ${how}`);
+      break;
+    }
+    case "closed": {
+      if (state.panes.has(message.pane)) removePane(message.pane);
       break;
     }
     case "recovery": {
-      let pane = state.panes.get(message.pane);
-      if (!pane && isActive(message)) {
-        // An exited pane held for a relaunch, first heard of by its report (the replay
-        // lists running panes only).
-        pane = addPane(message.pane, null, false);
-        if (state.active === null || state.keep === message.pane) select(message.pane);
-      }
+      const pane = state.panes.get(message.pane);
       if (!pane) break;
       if (isActive(message)) {
         pane.recovery = message;
       } else {
+        const wasShown = pane.recovery !== null;
         pane.recovery = null;
-        if (message.state === "cancelled" && !pane.alive) {
-          removePane(pane.id);
-          break;
+        if (message.state === "cancelled" && pane.held) {
+          pane.held = false;
+          say(`${label(pane)}: recovery ended; it stays exited (× on its tab closes it)`);
+        } else if (message.detail) {
+          say(`${label(pane)}: ${message.detail}`);
+        } else if (wasShown) {
+          say(`${label(pane)}: recovery over`);
         }
-        if (message.detail) say(`${pane.title}: ${message.detail}`);
       }
       pane.drawTab();
       break;
@@ -248,7 +274,7 @@ function onMessage(message) {
       if (!pane) break;
       if (state.active !== pane.id) pane.unread = true;
       pane.drawTab();
-      say(`${pane.title} wants you back`);
+      say(`${label(pane)} wants you back`);
       break;
     }
     case "plugin":
@@ -324,7 +350,17 @@ async function start() {
     return;
   }
   const wanted = new URLSearchParams(location.search).get("repo");
-  const chosen = repos.find((entry) => entry.repo === wanted) || repos[0];
+  const chosen = wanted === null ? repos[0] : repos.find((entry) => entry.repo === wanted);
+  if (wanted !== null && !chosen) {
+    // Never show another repository than the one asked for.
+    const empty = $("empty");
+    empty.hidden = false;
+    empty.textContent = `No open repository is ${wanted}. Open it with \`nightcrow web ${wanted}\`${repos.length ? ", or pick one above" : ""}.`;
+    const picker = $("repo");
+    picker.replaceChildren(new Option("choose a repository", ""), ...repos.map((entry) => new Option(entry.name || entry.repo, entry.repo)));
+    picker.hidden = repos.length === 0;
+    return;
+  }
   const picker = $("repo");
   picker.replaceChildren(...repos.map((entry) => new Option(entry.name || entry.repo, entry.repo)));
   picker.hidden = repos.length < 2;
@@ -353,7 +389,10 @@ $("new-pane").addEventListener("click", () => {
   send({ type: "create", ...size });
 });
 $("cancel").addEventListener("click", () => {
-  if (state.active !== null) send({ type: "cancel_recovery", pane: state.active });
+  const pane = state.panes.get(state.active);
+  if (pane && confirm(`Cancel the recovery of ${label(pane)}? Its plugin will not relaunch it; it stays exited.`)) {
+    send({ type: "cancel_recovery", pane: pane.id });
+  }
 });
 new ResizeObserver(() => state.panes.forEach((pane) => pane.fitToBox())).observe($("terminals"));
 start();

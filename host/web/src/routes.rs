@@ -140,18 +140,46 @@ async fn every_request<H: Hubs>(State(web): Shared<H>, request: Request, next: N
     response
 }
 
-async fn app_page<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
+async fn app_page<H: Hubs>(
+    State(web): Shared<H>,
+    headers: HeaderMap,
+    Query(wanted): Query<WantedRepo>,
+) -> Response {
     if !web.signed_in(&headers) {
-        return Redirect::to("/login").into_response();
+        // The login keeps the repository asked for, so a bookmarked page opens it.
+        return Redirect::to(&format!("/login{}", wanted.query())).into_response();
     }
     Html(assets::APP_PAGE).into_response()
 }
 
-async fn login_page<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
+async fn login_page<H: Hubs>(
+    State(web): Shared<H>,
+    headers: HeaderMap,
+    Query(wanted): Query<WantedRepo>,
+) -> Response {
     if web.signed_in(&headers) {
-        return Redirect::to("/").into_response();
+        return Redirect::to(&format!("/{}", wanted.query())).into_response();
     }
     login_form(StatusCode::OK, "")
+}
+
+/// The repository a page address asks for (`/?repo=…`), carried through the login.
+#[derive(Deserialize)]
+struct WantedRepo {
+    repo: Option<String>,
+}
+
+impl WantedRepo {
+    /// `?repo=…` encoded afresh (nothing else of the request is echoed), or empty.
+    fn query(&self) -> String {
+        self.repo.as_deref().map_or_else(String::new, |repo| {
+            let encoded = percent_encoding::utf8_percent_encode(
+                repo,
+                percent_encoding::NON_ALPHANUMERIC,
+            );
+            format!("?repo={encoded}")
+        })
+    }
 }
 
 /// The login page saying `message` (fixed texts only: nothing the request wrote).
@@ -169,6 +197,7 @@ async fn login<H: Hubs>(
     State(web): Shared<H>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
+    Query(wanted): Query<WantedRepo>,
     Form(form): Form<LoginForm>,
 ) -> Response {
     if !same_origin(&headers, false) {
@@ -202,7 +231,7 @@ async fn login<H: Hubs>(
     }
     web.login.brake.succeeded();
     let id = web.login.sessions.open();
-    let mut response = Redirect::to("/").into_response();
+    let mut response = Redirect::to(&format!("/{}", wanted.query())).into_response();
     response
         .headers_mut()
         .insert(header::SET_COOKIE, web.cookie_header(&id));

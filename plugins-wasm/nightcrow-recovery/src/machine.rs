@@ -17,6 +17,9 @@ use crate::wait::{Wait, backoff, until_reset};
 pub const MAX_ATTEMPTS: u32 = 4;
 /// A relaunch counts as done when the new generation shows up within this long.
 pub const CONFIRM_WITHIN: Duration = Duration::from_secs(90);
+/// A provider retry that stops without an error this soon after a keystroke was stopped by
+/// the person (Esc in OpenCode's TUI), not given up by the provider.
+pub const STOPPED_BY_KEY_WITHIN: Duration = Duration::from_secs(10);
 
 /// The `state` labels of SPEC §9.1.
 pub mod state {
@@ -45,6 +48,8 @@ pub mod detail {
     pub const RESUMED: &str = "resumed";
     pub const CANCELLED: &str = "cancelled";
     pub const RECOVERED: &str = "recovered";
+    pub const CONTINUED: &str = "continued";
+    pub const STOPPED: &str = "stopped by you";
     pub const CONTINUE_AFTER_RESET: &str = "limit reset; continue the session";
     pub const CONTINUE_AFTER_RETRY: &str = "retry time reached; continue the session";
     pub const CONTINUE_AFTER_BACKOFF: &str = "backoff over; continue the session";
@@ -149,6 +154,8 @@ pub struct PaneMachine {
     backoff_step: u32,
     reset_known: bool,
     reported: Report,
+    /// When a person last typed into the pane (monotonic).
+    typed_at: Option<Duration>,
 }
 
 impl PaneMachine {
@@ -162,6 +169,7 @@ impl PaneMachine {
             attempts: 0,
             backoff_step: 0,
             reset_known: false,
+            typed_at: None,
             reported: Report {
                 state: state::IDLE,
                 detail: None,
@@ -242,8 +250,17 @@ impl PaneMachine {
         }
     }
 
-    /// `user_input` or `pane_closed`: the person took over; the episode ends.
-    pub fn cancelled_by_person(&mut self, generation: Generation, out: &mut Vec<Command>) {
+    /// `user_input`: a person is at the pane. It does not end the episode (SPEC §9.1): the
+    /// real Codex TUI shows a popup at the limit that is dismissed with Esc, and a keystroke
+    /// must never silently lose an overnight recovery.
+    pub fn typed(&mut self, generation: Generation, now: Now) {
+        if generation == self.generation {
+            self.typed_at = Some(now.mono);
+        }
+    }
+
+    /// `pane_closed` (a close, an explicit cancel, a hold that expired): the episode ends.
+    pub fn closed(&mut self, generation: Generation, out: &mut Vec<Command>) {
         if generation == self.generation {
             self.cancel(out);
         }
@@ -340,17 +357,27 @@ impl PaneMachine {
                     until_epoch,
                 );
             }
-            // The person took over since the retry began (typed, e.g. Esc to abort): the
-            // session ending now is their doing, not the provider's.
-            Observation::GaveUp if !self.episode_active() => {}
-            Observation::GaveUp if self.alive => {
+            Observation::GaveUp | Observation::Stopped if !self.episode_active() => {}
+            // A retry stopped without an error right after a keystroke: the person aborted
+            // it (Esc); calling them back for their own abort would be noise.
+            Observation::Stopped if self.typed_within(STOPPED_BY_KEY_WITHIN, now) => {
+                self.end_episode();
+                self.report(out, state::IDLE, Some(detail::STOPPED), None);
+            }
+            Observation::GaveUp | Observation::Stopped if self.alive => {
                 self.needs_attention(detail::PROVIDER_GAVE_UP, Some(detail::GAVE_UP), out);
             }
-            Observation::GaveUp => self.relaunch_or_give_up(detail::GAVE_UP, now, out),
-            Observation::Recovered => {
+            Observation::GaveUp | Observation::Stopped => {
+                self.relaunch_or_give_up(detail::GAVE_UP, now, out)
+            }
+            Observation::Recovered | Observation::Continued => {
                 if self.episode_active() {
                     self.end_episode();
-                    self.report(out, state::IDLE, Some(detail::RECOVERED), None);
+                    let why = match observation {
+                        Observation::Recovered => detail::RECOVERED,
+                        _ => detail::CONTINUED,
+                    };
+                    self.report(out, state::IDLE, Some(why), None);
                 }
             }
             Observation::Ambiguous => self.needs_attention(detail::AMBIGUOUS, None, out),
@@ -439,6 +466,11 @@ impl PaneMachine {
             token: self.token.clone(),
             generation: self.generation,
         });
+    }
+
+    fn typed_within(&self, within: Duration, now: Now) -> bool {
+        self.typed_at
+            .is_some_and(|at| now.mono.saturating_sub(at) <= within)
     }
 
     fn episode_active(&self) -> bool {
@@ -586,6 +618,15 @@ mod tests {
             })
         }
 
+        fn typed(&mut self) -> Vec<String> {
+            let generation = self.machine.generation();
+            self.step(|m, now, _| m.typed(generation, now))
+        }
+
+        fn close(&mut self, generation: Generation) -> Vec<String> {
+            self.step(|m, _, out| m.closed(generation, out))
+        }
+
         fn exit(&mut self) -> Vec<String> {
             let generation = self.machine.generation();
             self.step(|m, now, out| m.exited(generation, now, out))
@@ -670,13 +711,57 @@ mod tests {
             ]
         );
         assert!(rig.advance(600, 0).is_empty(), "called once");
-        // The person types: the episode ends.
-        let mut out = Vec::new();
-        rig.machine.cancelled_by_person(1, &mut out);
+        // The person dismisses the popup (Esc): the episode goes on.
+        assert!(rig.typed().is_empty());
+        // They quit the program: the session is given back at once.
         assert_eq!(
-            out.into_iter().filter_map(describe).collect::<Vec<_>>(),
-            ["g1 idle (cancelled)"]
+            rig.exit(),
+            [
+                "g1 ready_to_resume (limit reset)",
+                "g1 resuming (resuming session) #1",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
+            ]
         );
+    }
+
+    #[test]
+    fn keystrokes_during_the_wait_never_lose_the_call_back() {
+        let mut rig = Rig::new();
+        rig.observe(limit(Some(600)));
+        for _ in 0..3 {
+            assert!(rig.typed().is_empty(), "Esc on the popup ends nothing");
+            assert!(rig.advance(60, 0).is_empty());
+        }
+        assert_eq!(
+            rig.advance(450, 0),
+            [
+                "g1 needs_attention (limit reset; continue the session)",
+                "g1 attention"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_turn_after_the_limit_continues_and_a_later_exit_is_plain() {
+        for called_back in [false, true] {
+            let mut rig = Rig::new();
+            rig.observe(limit(Some(600)));
+            if called_back {
+                rig.advance(630, 0);
+            }
+            rig.typed();
+            assert_eq!(
+                rig.observe(vec![Observation::Continued]),
+                ["g1 idle (continued)"],
+                "called back: {called_back}"
+            );
+            assert!(rig.advance(3600, 0).is_empty(), "no call-back any more");
+            assert!(rig.exit().is_empty(), "a plain exit");
+            assert!(rig.advance(3600, 0).is_empty(), "and no relaunch later");
+        }
+        // Without an episode a normal turn says nothing.
+        let mut rig = Rig::new();
+        assert!(rig.observe(vec![Observation::Continued]).is_empty());
     }
 
     #[test]
@@ -823,16 +908,12 @@ mod tests {
     }
 
     #[test]
-    fn cancellation_by_input_close_and_unrequested_respawn() {
-        for how in ["input", "respawn"] {
+    fn cancellation_by_close_and_unrequested_respawn() {
+        for how in ["close", "respawn"] {
             let mut rig = Rig::new();
             rig.observe(limit(Some(600)));
             let lines = match how {
-                "input" => {
-                    let mut out = Vec::new();
-                    rig.machine.cancelled_by_person(1, &mut out);
-                    out.into_iter().filter_map(describe).collect()
-                }
+                "close" => rig.close(1),
                 _ => {
                     let (opened, lines) = rig.open(2);
                     assert_eq!(opened, Opened::Respawned);
@@ -851,13 +932,11 @@ mod tests {
             );
             assert!(rig.advance(3600, 0).is_empty(), "{how}: the wait is gone");
         }
-        // Stale input and a cancel with no episode send nothing.
+        // A stale close and a close with no episode send nothing.
         let mut rig = Rig::new();
-        let mut out = Vec::new();
-        rig.machine.cancelled_by_person(1, &mut out);
+        assert!(rig.close(1).is_empty());
         rig.observe(limit(Some(600)));
-        rig.machine.cancelled_by_person(0, &mut out);
-        assert!(out.is_empty());
+        assert!(rig.close(0).is_empty());
         assert_eq!(rig.open(1).0, Opened::Repeat);
         assert_eq!(rig.open(0).0, Opened::Stale);
     }
@@ -929,28 +1008,46 @@ mod tests {
     }
 
     #[test]
-    fn a_retry_the_person_cancelled_ends_without_an_alarm() {
+    fn a_retry_the_person_stopped_ends_without_an_alarm() {
+        let retry = |s| {
+            vec![Observation::ProviderRetrying {
+                until_epoch: Some(T0 / 1000 + s),
+            }]
+        };
         let mut rig = Rig::new();
-        rig.observe(vec![Observation::ProviderRetrying {
-            until_epoch: Some(T0 / 1000 + 20),
-        }]);
-        let mut out = Vec::new();
-        rig.machine.cancelled_by_person(1, &mut out);
+        rig.observe(retry(20));
+        // Esc in the TUI: a keystroke, then the retry stops without an error.
+        assert!(rig.typed().is_empty());
+        rig.advance(2, 0);
         assert_eq!(
-            out.into_iter().filter_map(describe).collect::<Vec<_>>(),
-            ["g1 idle (cancelled)"]
+            rig.observe(vec![Observation::Stopped]),
+            ["g1 idle (stopped by you)"]
         );
         assert!(rig.observe(vec![Observation::GaveUp]).is_empty());
-        // A later retry is a new episode again.
-        rig.observe(vec![Observation::ProviderRetrying {
-            until_epoch: Some(T0 / 1000 + 50),
-        }]);
+        // A later retry is a new episode; stopped long after any keystroke (an abort
+        // through the API) is a give-up, and so is an error whatever was typed.
+        rig.observe(retry(50));
+        rig.advance(11, 0);
         assert_eq!(
-            rig.observe(vec![Observation::GaveUp]),
+            rig.observe(vec![Observation::Stopped]),
             [
                 "g1 needs_attention (provider gave up; continue the session)",
                 "g1 attention"
             ]
+        );
+        let mut rig = Rig::new();
+        rig.observe(retry(20));
+        rig.typed();
+        assert_eq!(
+            rig.observe(vec![Observation::GaveUp])[1],
+            "g1 attention",
+            "a give-up is never the person's doing"
+        );
+        // The person answers the call-back with a new prompt: the session is busy again.
+        rig.typed();
+        assert_eq!(
+            rig.observe(vec![Observation::Continued]),
+            ["g1 idle (continued)"]
         );
     }
 

@@ -115,6 +115,24 @@ fn build_adapter(
     }
 }
 
+/// Said once per pane whose startup command named this plugin but runs neither provider,
+/// so a person who expected recovery learns why there is none. The command is the
+/// person's own config text (never a transcript), cut and on one line.
+fn not_recognised(command: &str) -> Command {
+    let shown: String = command
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    Command::Log {
+        level: LogLevel::Warn,
+        message: format!(
+            "not a Codex or OpenCode command, so this pane gets no recovery: {shown} \
+             (recognised forms: docs/recovery.md)"
+        ),
+    }
+}
+
 fn send_all(ctx: &mut Context<'_>, out: Vec<Command>) {
     for command in out {
         ctx.send(&command);
@@ -127,11 +145,17 @@ impl Plugin for Recovery {
         self.watches.retain(|(token, _)| *token != pane.token);
         let mut out = Vec::new();
         let kind = pane.command.as_deref().and_then(detect);
-        let (Some(kind), Some(command)) = (kind, pane.command) else {
+        let (Some(kind), Some(command)) = (kind, pane.command.as_deref()) else {
             self.panes.remove(&pane.token);
+            if let Some(command) = pane.command.as_deref()
+                && !self.ignored.contains(&pane.token)
+            {
+                out.push(not_recognised(command));
+            }
             self.ignore(pane.token);
-            return;
+            return send_all(ctx, out);
         };
+        let command = command.to_owned();
         let facts = OpenedPane {
             command,
             cwd: pane.cwd,
@@ -178,15 +202,13 @@ impl Plugin for Recovery {
     }
 
     fn user_input(&mut self, ctx: &mut Context<'_>, token: Token, generation: Generation) {
-        self.with_pane(ctx, token, |pane, _, out| {
-            pane.cancelled_by_person(generation, out)
-        });
+        self.with_pane(ctx, token, |pane, now, _| pane.typed(generation, now));
     }
 
     fn pane_closed(&mut self, ctx: &mut Context<'_>, token: Token, generation: Generation) {
         let mut out = Vec::new();
         if let Some(pane) = self.panes.get_mut(&token) {
-            pane.cancelled_by_person(generation, &mut out);
+            pane.closed(generation, &mut out);
             if pane.generation() <= generation {
                 self.panes.remove(&token);
             }

@@ -62,9 +62,17 @@ pub enum Observation {
     ProviderRetrying { until_epoch: Option<i64> },
     /// The provider gave up retrying (e.g. OpenCode's `session.error` after its retries).
     GaveUp,
-    /// Work went on normally after a limit or retry (a normal turn ended, or the session
-    /// became busy and then idle without an error): the episode is over.
+    /// The provider's retry stopped without an error and without recovering (OpenCode's
+    /// session went idle over the event stream: an abort, by a person's Esc or through the
+    /// API). A give-up unless a person typed just before.
+    Stopped,
+    /// The provider's own retry worked (the session became busy and then idle without an
+    /// error): the episode is over.
     Recovered,
+    /// The session shows that the person carried on (Codex: a new turn after the limit that
+    /// is not itself at the limit; OpenCode: the session busy again without a retry): the
+    /// episode is over.
+    Continued,
     /// More than one session could be this pane's: never guess, never resume.
     Ambiguous,
 }

@@ -24,13 +24,13 @@ impl Worker {
             version: CLIENT_PROTOCOL_VERSION,
         })];
         for pane in self.table.panes() {
-            let Some(slot) = self.table.slot(pane).filter(|slot| slot.is_alive()) else {
+            let Some(slot) = self.table.slot(pane) else {
                 continue;
             };
             let Some(record) = self.slots.get(slot.token()) else {
                 continue;
             };
-            replay.push(Frame::Message(created(pane, record)));
+            replay.push(Frame::Message(created(pane, record, None)));
             let scrollback = self.table.scrollback(pane);
             if !scrollback.is_empty() {
                 replay.push(Frame::Output {
@@ -38,16 +38,19 @@ impl Worker {
                     bytes: scrollback.into(),
                 });
             }
+            if let Some(exit) = record.exit {
+                replay.push(Frame::Message(HubMessage::Exited {
+                    pane: pane.get(),
+                    code: exit.code,
+                    held: record.hold.is_some(),
+                }));
+            }
             if let Some(report) = &record.report {
                 replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
             }
         }
-        let held = self.slots.values().filter(|record| record.hold.is_some());
-        for report in held.filter_map(|record| record.report.as_ref()) {
-            replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
-        }
-        // The replay is at most a hello, three frames per pane (the scrollback is 256 KiB)
-        // and one per hold, far below the queue's budget; a new client cannot be behind yet.
+        // The replay is at most a hello and four frames per pane (the scrollback is 256 KiB),
+        // far below the queue's budget; a new client cannot be behind yet.
         for frame in replay {
             let _ = frames.try_send(frame);
         }
@@ -114,27 +117,31 @@ impl Worker {
             }
             ClientRequest::Close { pane } => {
                 let (pane, token) = self.known_pane(pane)?;
-                if self.owner_of(&token).is_some() {
-                    self.end_slot(&token);
-                } else {
-                    self.forget(&token);
-                }
-                self.table.destroy(pane);
-                self.broadcast(Frame::Message(HubMessage::Exited {
-                    pane: pane.get(),
-                    code: None,
-                    held: false,
-                }));
+                self.remove_pane(pane, &token);
                 Ok(Outcome::Done)
             }
             ClientRequest::CancelRecovery { pane } => {
-                let (_, token) = self.known_pane(pane)?;
-                if self.slots.get(&token).is_some_and(|r| r.hold.is_some()) {
-                    self.end_slot(&token);
-                } else {
-                    tracing::debug!(pane, "cancel_recovery without a hold; ignored");
+                let (id, token) = self.known_pane(pane)?;
+                let record = self.slots.get(&token);
+                if record.is_some_and(|r| r.hold.is_some()) {
+                    self.end_recovery(&token);
+                    return Ok(Outcome::Done);
                 }
-                Ok(Outcome::Done)
+                // Nothing held: say so, and what happens instead, rather than pretend.
+                let alive = self.table.slot(id).is_some_and(|slot| slot.is_alive());
+                let watcher = record.and_then(|r| r.owner.as_deref());
+                Err(HubError::BadRequest(match (alive, watcher) {
+                    (true, Some(plugin)) => format!(
+                        "nothing to cancel: pane {pane} is running, not held; {plugin} goes on \
+                         watching it (close the pane to end it)"
+                    ),
+                    (true, None) => format!(
+                        "nothing to cancel: pane {pane} is running and no plugin watches it"
+                    ),
+                    (false, _) => format!(
+                        "nothing to cancel: pane {pane} has exited and nothing is held for it"
+                    ),
+                }))
             }
             ClientRequest::Start => {
                 let missing: Vec<StartupCommand> = self
@@ -142,10 +149,10 @@ impl Worker {
                     .startup_commands
                     .iter()
                     .filter(|startup| {
-                        !self
-                            .slots
-                            .values()
-                            .any(|record| record.startup.as_ref() == Some(*startup))
+                        !self.slots.values().any(|record| {
+                            record.startup.as_ref() == Some(*startup)
+                                && (record.exit.is_none() || record.hold.is_some())
+                        })
                     })
                     .cloned()
                     .collect();
@@ -299,12 +306,14 @@ impl Worker {
     }
 }
 
-pub(super) fn created(pane: PaneId, record: &SlotRecord) -> HubMessage {
+/// `replaces`: the pane a relaunch put this one in place of.
+pub(super) fn created(pane: PaneId, record: &SlotRecord, replaces: Option<PaneId>) -> HubMessage {
     HubMessage::Created {
         pane: pane.get(),
         title: record.title.clone(),
         rows: record.size.rows(),
         cols: record.size.cols(),
+        replaces: replaces.map(PaneId::get),
     }
 }
 

@@ -123,7 +123,8 @@ impl Worker {
                 };
                 // The new pane starts with no report; the `cancelled` below ends the old one's.
                 record.report = None;
-                let message = created(pane, record);
+                record.exit = None;
+                let message = created(pane, record, Some(old));
                 self.broadcast(Frame::Message(message));
                 if let Some(event) = self.opened_event(token) {
                     self.send_to_owner(token, event);

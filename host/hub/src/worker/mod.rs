@@ -50,6 +50,8 @@ struct SlotRecord {
     owner: Option<String>,
     /// The plugin its startup command named (SPEC §6.5), whether or not it owns it now.
     intended: Option<String>,
+    /// Set once the pane's process ended: the pane stays, exited, until a client closes it.
+    exit: Option<Exit>,
     /// Set while the exited pane waits for its owner to relaunch it (SPEC §6.2).
     hold: Option<Hold>,
     /// The owner's latest status for the pane, live or held, replayed to clients that
@@ -71,6 +73,13 @@ impl SlotRecord {
             .as_ref()
             .map(|startup| startup.command.as_str())
     }
+}
+
+/// How a pane's process ended.
+#[derive(Debug, Clone, Copy)]
+struct Exit {
+    /// `None` when a signal ended it.
+    code: Option<u32>,
 }
 
 /// An exited, owned, relaunchable pane kept for a relaunch (SPEC §6.2).

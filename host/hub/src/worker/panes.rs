@@ -13,10 +13,13 @@ use nightcrow_pane::{PaneEvent, PaneSize};
 use nightcrow_protocol::{Event, Token};
 
 use super::clients::created;
-use super::{Hold, SlotRecord, Worker, pane_error};
+use super::{Exit, Hold, SlotRecord, Worker, pane_error};
 use crate::client::{Frame, HubMessage};
 use crate::config::StartupCommand;
 use crate::handle::HubError;
+
+/// Plainly exited panes a hub keeps for late clients (each keeps its scrollback).
+const MAX_KEPT_EXITS: usize = 8;
 
 impl Worker {
     pub(super) fn open_startup_panes(&mut self) {
@@ -61,11 +64,12 @@ impl Worker {
             size,
             owner: None,
             intended: None,
+            exit: None,
             hold: None,
             report: None,
             output: Default::default(),
         };
-        self.broadcast(Frame::Message(created(pane, &record)));
+        self.broadcast(Frame::Message(created(pane, &record, None)));
         self.slots.insert(self.token_of(pane), record);
         Ok(pane)
     }
@@ -100,7 +104,8 @@ impl Worker {
         }
     }
 
-    /// SPEC §6.2.
+    /// SPEC §6.2. Whatever happens to the slot, the pane stays with its scrollback, exited,
+    /// for any client that attaches later, until a client closes it (docs/hub.md).
     fn on_exit(&mut self, pane: PaneId, code: Option<u32>) {
         let Some(slot) = self.table.slot(pane) else {
             // Closed or relaunched already: the event is late.
@@ -110,39 +115,62 @@ impl Worker {
         let generation = slot.generation();
         // The last words before the exit reach the owner before the exit does.
         self.flush_output(&token);
-        self.table.mark_exited(pane);
-        let (owned, relaunchable) = self.slots.get(&token).map_or((false, false), |record| {
-            (record.owner.is_some(), record.launch_command().is_some())
-        });
-        match (owned, relaunchable) {
-            (false, _) => {
-                self.forget(&token);
-                self.table.destroy(pane);
-            }
-            (true, true) => {
-                self.table.release_process(pane);
-                let deadline = Instant::now() + self.config.pending_relaunch_ttl;
-                if let Some(record) = self.slots.get_mut(&token) {
-                    record.hold = Some(Hold { pane, deadline });
-                }
-                self.send_to_owner(
-                    &token,
-                    Event::PaneExited {
-                        token: token.clone(),
-                        generation,
-                    },
-                );
-            }
-            (true, false) => {
-                self.end_slot(&token);
-                self.table.destroy(pane);
-            }
+        self.table.release_process(pane);
+        let Some(record) = self.slots.get_mut(&token) else {
+            return;
+        };
+        record.exit = Some(Exit { code });
+        let held = record.owner.is_some() && record.launch_command().is_some();
+        if held {
+            let deadline = Instant::now() + self.config.pending_relaunch_ttl;
+            record.hold = Some(Hold { pane, deadline });
+            self.send_to_owner(
+                &token,
+                Event::PaneExited {
+                    token: token.clone(),
+                    generation,
+                },
+            );
+        } else if record.owner.is_some() {
+            // A bare shell cannot be relaunched: its recovery is over.
+            self.end_recovery(&token);
         }
         self.broadcast(Frame::Message(HubMessage::Exited {
             pane: pane.get(),
             code,
-            held: owned && relaunchable,
+            held,
         }));
+        self.let_go_of_old_exits();
+    }
+
+    /// Keeps at most [`MAX_KEPT_EXITS`] plainly exited panes (held ones do not count): the
+    /// oldest beyond that is closed, so panes that come and go cannot grow the hub.
+    fn let_go_of_old_exits(&mut self) {
+        let plain: Vec<(PaneId, Token)> = self
+            .table
+            .panes()
+            .into_iter()
+            .filter_map(|pane| {
+                let token = self.table.slot(pane)?.token().clone();
+                let record = self.slots.get(&token)?;
+                (record.exit.is_some() && record.hold.is_none()).then_some((pane, token))
+            })
+            .collect();
+        let excess = plain.len().saturating_sub(MAX_KEPT_EXITS);
+        for (pane, token) in plain.into_iter().take(excess) {
+            self.remove_pane(pane, &token);
+        }
+    }
+
+    /// The pane goes for good: its record, its budget, its table entry; clients are told.
+    pub(super) fn remove_pane(&mut self, pane: PaneId, token: &Token) {
+        if self.owner_of(token).is_some() {
+            self.end_recovery(token);
+        }
+        self.slots.remove(token);
+        self.guard.cancel(token);
+        self.table.destroy(pane);
+        self.broadcast(Frame::Message(HubMessage::Closed { pane: pane.get() }));
     }
 
     pub(super) fn on_idle(&mut self) {
@@ -166,24 +194,29 @@ impl Worker {
             .collect();
         for (token, pane) in expired {
             tracing::info!(%pane, "relaunch hold expired");
-            self.end_slot(&token);
+            self.end_recovery(&token);
         }
     }
 
-    /// A slot is going (SPEC §6.4): `pane_closed` to its owner, forget it (budget too),
-    /// retire the slot, and tell clients any recovery is over — in that order.
-    pub(super) fn end_slot(&mut self, token: &Token) {
+    /// The slot's recovery is over (SPEC §6.4): `pane_closed` to its owner, which lets go
+    /// of it (ownership, budget, hold and report), and clients are told — in that order.
+    /// The pane itself stays; an exited one is from now on plainly exited.
+    pub(super) fn end_recovery(&mut self, token: &Token) {
         self.flush_output(token);
-        let pane = self.table.resolve(token);
         if let Some(event) = self.slot_event(token, |token, generation| Event::PaneClosed {
             token,
             generation,
         }) {
             self.send_to_owner(token, event);
         }
-        self.forget(token);
-        self.table.retire_slot(token);
-        if let Some(pane) = pane {
+        self.guard.cancel(token);
+        if let Some(record) = self.slots.get_mut(token) {
+            record.owner = None;
+            record.intended = None;
+            record.hold = None;
+            record.report = None;
+        }
+        if let Some(pane) = self.table.resolve(token) {
             self.broadcast_cancelled(pane);
         }
     }
@@ -215,12 +248,6 @@ impl Worker {
         }) {
             self.send_to_owner(token, event);
         }
-    }
-
-    /// Drops everything the hub knows about a token, its guard budget included.
-    pub(super) fn forget(&mut self, token: &Token) {
-        self.slots.remove(token);
-        self.guard.cancel(token);
     }
 
     /// An event naming the slot's token and current generation.

@@ -67,7 +67,8 @@ impl Worker {
                 self.broadcast_plugin(&name, "running", None);
             }
             Lifecycle::Failed { cause } => {
-                self.retire_holds_of(&name);
+                // Its successor starts afresh: nothing the failed instance said stays true.
+                self.end_recovery_of(&name);
                 self.broadcast_plugin(&name, "failed", Some(cause.to_string()));
             }
             Lifecycle::Restarting { .. } => {}
@@ -91,21 +92,38 @@ impl Worker {
             .collect()
     }
 
-    /// Ends the holds of `plugin`'s panes; returns the held pane ids.
-    fn retire_holds_of(&mut self, plugin: &str) -> Vec<PaneId> {
+    /// Ends the holds of `plugin`'s panes and clears what it reported about its live ones
+    /// (SPEC §8: a marker lives exactly as long as its episode or hold); returns the held
+    /// pane ids.
+    fn end_recovery_of(&mut self, plugin: &str) -> Vec<PaneId> {
         let held: Vec<(Token, PaneId)> = self
             .holds()
             .filter(|(token, _)| self.owner_of(token) == Some(plugin))
             .map(|(token, hold)| (token.clone(), hold.pane))
             .collect();
         for (token, _) in &held {
-            self.end_slot(token);
+            self.end_recovery(token);
         }
+        self.clear_reports_of(plugin);
         held.into_iter().map(|(_, pane)| pane).collect()
     }
 
-    /// The plugin no longer owns anything: its panes run unwatched, their budgets cleared.
+    /// Clients stop showing what `plugin` said about its panes.
+    fn clear_reports_of(&mut self, plugin: &str) {
+        for token in self.tokens_where(|r| r.owned_by(plugin) && r.report.is_some()) {
+            if let Some(record) = self.slots.get_mut(&token) {
+                record.report = None;
+            }
+            if let Some(pane) = self.table.resolve(&token) {
+                self.broadcast_cancelled(pane);
+            }
+        }
+    }
+
+    /// The plugin no longer owns anything: its panes run unwatched, their budgets cleared,
+    /// its reports about them gone from every client.
     fn release_panes_of(&mut self, plugin: &str) {
+        self.clear_reports_of(plugin);
         for token in self.tokens_where(|record| record.owned_by(plugin)) {
             if let Some(record) = self.slots.get_mut(&token) {
                 record.owner = None;
@@ -191,9 +209,9 @@ impl Worker {
         report
     }
 
-    /// Retires the plugin's holds, then stops its instance.
+    /// Ends the plugin's holds and reports, then stops its instance.
     async fn stop_plugin(&mut self, mut slot: PluginSlot) -> Vec<PaneId> {
-        let retired = self.retire_holds_of(slot.config.name());
+        let retired = self.end_recovery_of(slot.config.name());
         slot.supervisor.shutdown().await;
         retired
     }

@@ -278,9 +278,10 @@ async fn shutdown_ends_clients_and_the_handle() {
     handle.shutdown().await;
 }
 
-/// An unowned pane that exits is destroyed, and clients get its exit code.
+/// An unowned pane that exits stays, exited, with its screen for a later client, until a
+/// client closes it; clients get its exit code.
 #[tokio::test]
-async fn an_unowned_pane_exit_is_reported_and_the_pane_goes() {
+async fn an_unowned_pane_exit_is_reported_and_the_pane_stays_until_closed() {
     let (config, repo) = TestHub::config();
     let mut hub = TestHub::start(config, repo).await;
     let pane = within("create", hub.hub.create(None, Some("exit 3".into())))
@@ -293,6 +294,20 @@ async fn an_unowned_pane_exit_is_reported_and_the_pane_goes() {
             held: false,
         })
         .await;
+    let status = hub.hub.status().await.expect("status");
+    assert!(
+        status.panes.len() == 1 && !status.panes[0].alive,
+        "{status:?}"
+    );
+    let mut late = crate::util::Watcher::new(hub.hub.attach().await.expect("attach"));
+    late.saw(HubMessage::Exited {
+        pane: pane.get(),
+        code: Some(3),
+        held: false,
+    })
+    .await;
+    hub.hub.close(pane).await.expect("close");
+    hub.client.saw(HubMessage::Closed { pane: pane.get() }).await;
     assert!(hub.hub.status().await.expect("status").panes.is_empty());
     hub.shutdown().await;
 }

@@ -183,8 +183,9 @@ fn token_in(output: &str) -> Option<Token> {
     })
 }
 
-/// A hold keeps the latest report for a later client; `cancel_recovery` ends it with
-/// `pane_closed` to the owner and `cancelled` to clients; the slot is gone.
+/// A hold keeps the latest report for a later client, which sees the exited pane as it was;
+/// `cancel_recovery` ends it with `pane_closed` to the owner and `cancelled` to clients; the
+/// pane stays, plainly exited.
 #[tokio::test]
 async fn a_hold_replays_its_report_and_cancel_ends_it() {
     let (mut config, repo) = TestHub::config();
@@ -213,11 +214,19 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
     let mut late = crate::util::Watcher::new(hub.hub.attach().await.expect("attach"));
     late.saw(report).await;
     assert!(
-        !late
-            .messages
+        late.messages
             .iter()
-            .any(|message| matches!(message, HubMessage::Created { .. })),
-        "an exited pane is not replayed as created: {:?}",
+            .any(|message| matches!(message, HubMessage::Created { pane: p, .. } if *p == pane.get())),
+        "the exited pane is replayed with its name: {:?}",
+        late.messages
+    );
+    assert!(
+        late.messages.contains(&HubMessage::Exited {
+            pane: pane.get(),
+            code: Some(0),
+            held: true,
+        }),
+        "{:?}",
         late.messages
     );
 
@@ -229,8 +238,12 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
     .await;
     let status = hub.hub.status().await.expect("status");
     assert!(
-        status.holds.is_empty() && status.panes.is_empty(),
+        status.holds.is_empty() && status.panes.len() == 1 && status.panes[0].owner.is_none(),
         "{status:?}"
+    );
+    assert!(
+        hub.hub.cancel_recovery(pane).await.is_err(),
+        "nothing is held any more, and the answer says so"
     );
     hub.shutdown().await;
 }
@@ -258,7 +271,7 @@ async fn a_running_panes_latest_report_is_replayed_to_a_later_client() {
     hub.shutdown().await;
 }
 
-/// A hold expires after its TTL: `pane_closed`, `cancelled`, the slot retired.
+/// A hold expires after its TTL: `pane_closed`, `cancelled`; the pane stays, plainly exited.
 #[tokio::test]
 async fn a_hold_expires_after_its_ttl() {
     let (mut config, repo) = TestHub::config();
@@ -279,7 +292,7 @@ async fn a_hold_expires_after_its_ttl() {
     .await;
     let status = hub.hub.status().await.expect("status");
     assert!(
-        status.holds.is_empty() && status.panes.is_empty(),
+        status.holds.is_empty() && status.panes.len() == 1 && !status.panes[0].alive,
         "{status:?}"
     );
     hub.shutdown().await;

@@ -178,7 +178,7 @@ impl Codex {
             sink.observe(match end {
                 TurnEnd::Limit { .. } if ambiguous => Observation::Ambiguous,
                 TurnEnd::Limit { reset_epoch } => Observation::LimitHit { reset_epoch },
-                TurnEnd::Normal => Observation::Recovered,
+                TurnEnd::Normal => Observation::Continued,
             });
         }
     }

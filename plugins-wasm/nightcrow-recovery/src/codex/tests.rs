@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
-use crate::provider::Observation::{Ambiguous, LimitHit, Recovered};
+use crate::provider::Observation::{Ambiguous, LimitHit, Continued};
 
 const LIMIT_ROLLOUT: &str = "real-0.169-mock-backend/exec-c-normal-then-limit/rollout-2026-12-02T16-10-09-01a23785-4104-78f1-b4f0-247bed73e273.jsonl";
 const LIMIT_UUID: &str = "01a23785-4104-78f1-b4f0-247bed73e273";
@@ -101,7 +101,7 @@ fn real_0104_rollouts_bind_by_cwd_and_show_no_limit() {
     let mut codex = home.codex("/redacted/path/ea96e59ed9", day_ms(19));
     let seen = poll(&mut codex, now);
     assert!(
-        !seen.is_empty() && seen.iter().all(|o| *o == Recovered),
+        !seen.is_empty() && seen.iter().all(|o| *o == Continued),
         "{seen:?}"
     );
     assert_eq!(
@@ -158,11 +158,11 @@ fn the_0169_limit_rollout_replayed_as_written_gives_limit_then_recovery() {
     assert_eq!(
         seen,
         [
-            Recovered,
+            Continued,
             LimitHit {
                 reset_epoch: Some(1_796_228_415)
             },
-            Recovered
+            Continued
         ]
     );
     assert_eq!(

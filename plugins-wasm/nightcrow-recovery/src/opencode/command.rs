@@ -7,7 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::detect::shell_words;
+use crate::detect::invocation;
 
 /// Why a pane's server cannot be observed. Each reason has a fixed log text (no command
 /// text is ever logged).
@@ -34,7 +34,7 @@ impl Unobservable {
 
 /// The loopback address to reach the pane's server at.
 pub fn server_address(command: &str, windows: bool) -> Result<SocketAddr, Unobservable> {
-    let words = shell_words(command, windows).ok_or(Unobservable::NoExplicitPort)?;
+    let (_, words) = invocation(command, windows).ok_or(Unobservable::NoExplicitPort)?;
     let port = last_value(&words, "--port")
         .and_then(|value| value.parse::<u16>().ok())
         .filter(|&port| port > 0)
@@ -95,6 +95,7 @@ mod tests {
             ("opencode --port 4100", Ok("127.0.0.1:4100")),
             ("opencode --port=4101", Ok("127.0.0.1:4101")),
             ("opencode '--port' \"4103\"", Ok("127.0.0.1:4103")),
+            ("OC=1 npx -y opencode-ai --port 4105", Ok("127.0.0.1:4105")),
             ("opencode --port 4100 --port 4104", Ok("127.0.0.1:4104")),
             ("opencode --port 4100 --port 0", Err(NoExplicitPort)),
             ("opencode", Err(NoExplicitPort)),

@@ -15,6 +15,9 @@ pub enum Signal {
         next_ms: i64,
     },
     Idle,
+    /// Missing from a `/session/status` snapshot: idle, or gone, and what happened between
+    /// two polls is unknown.
+    Absent,
     /// The session ended with an error (after its retries, when it was retrying).
     Error,
 }
@@ -80,8 +83,10 @@ struct Episode {
 /// Turns session signals into the pane's observations.
 ///
 /// An episode ends as [`Observation::Recovered`] only when the session was seen `busy` after
-/// its last `retry` and then idle without an error. Idle (or absent from the status map)
-/// without that busy sighting, or `session.error`, is [`Observation::GaveUp`]. With the event
+/// its last `retry` and then idle without an error. `session.error`, or absence from the
+/// status map without that busy sighting, is [`Observation::GaveUp`]; idle over the stream
+/// without it is [`Observation::Stopped`] (an abort). The pane's session busy again outside
+/// a retry is [`Observation::Continued`]. With the event
 /// stream every transition is seen; with polling only, a recovered turn shorter than the poll
 /// interval is indistinguishable from a give-up and is reported as one (docs/recovery.md).
 #[derive(Debug, Default)]
@@ -151,20 +156,25 @@ impl Tracker {
                 self.pane_session = Some(session.to_owned());
             }
             (Signal::Busy, Some(episode)) => episode.busy_since_retry = true,
+            (Signal::Busy, None) if self.pane_session.as_deref() == Some(session) => {
+                sink.observe(Observation::Continued);
+            }
             (Signal::Error, Some(_)) => {
                 *entry = None;
                 sink.observe(Observation::GaveUp);
             }
-            (Signal::Idle, Some(episode)) => {
+            (Signal::Idle | Signal::Absent, Some(episode)) => {
                 let recovered = episode.busy_since_retry;
                 *entry = None;
-                sink.observe(if recovered {
-                    Observation::Recovered
-                } else {
-                    Observation::GaveUp
+                sink.observe(match signal {
+                    _ if recovered => Observation::Recovered,
+                    // The stream shows every transition: idle without an error is an abort.
+                    Signal::Idle => Observation::Stopped,
+                    // A poll may have missed the error, or a short recovery (docs/recovery.md).
+                    _ => Observation::GaveUp,
                 });
             }
-            (Signal::Busy | Signal::Error | Signal::Idle, None) => {}
+            (Signal::Busy | Signal::Error | Signal::Idle | Signal::Absent, None) => {}
         }
     }
 
@@ -180,7 +190,7 @@ impl Tracker {
             self.on_signal(session, *signal, sink);
         }
         for session in absent {
-            self.on_signal(&session, Signal::Idle, sink);
+            self.on_signal(&session, Signal::Absent, sink);
         }
     }
 
@@ -277,23 +287,20 @@ mod tests {
         ];
         let b2: Vec<&str> = b2_retries.iter().copied().chain(["GaveUp"]).collect();
         check("b2-429-retry-after-ms-3000", &b2, &b2, "GaveUp");
-        // Aborted while waiting for its retry (the captures' `abort.http.txt`): it left the
-        // map without recovering, which is what a give-up looks like too.
-        let b = [
-            "retry 1796228331",
-            "retry 1796228351",
-            "retry 1796228371",
-            "GaveUp",
-        ];
-        check("b-429-retry-after-20", &b, &b, "GaveUp");
+        // Aborted while waiting for its retry (the captures' `abort.http.txt`): the stream
+        // sees it go idle without an error; a poll sees it leave the map without recovering,
+        // which is what a give-up looks like too.
+        let b = ["retry 1796228331", "retry 1796228351", "retry 1796228371"];
+        let stopped = |retries: &[&'static str]| [retries, &["Stopped"]].concat();
+        let gave_up = |retries: &[&'static str]| [retries, &["GaveUp"]].concat();
+        check("b-429-retry-after-20", &stopped(&b), &gave_up(&b), "GaveUp");
         let b3 = [
             "retry 1796228381",
             "retry 1796228386",
             "retry 1796228395",
             "retry 1796228414",
-            "GaveUp",
         ];
-        check("b3-429-no-retry-headers", &b3, &b3, "GaveUp");
+        check("b3-429-no-retry-headers", &stopped(&b3), &gave_up(&b3), "GaveUp");
         // Recovered by itself: the stream sees busy after the retry, then idle. The polls
         // never see that 0.35 s busy, so polling reports a give-up (the conservative reading,
         // docs/recovery.md).
