@@ -34,7 +34,7 @@
 //!         }
 //!         PaneEvent::Exited { pane, code } => {
 //!             println!("pane {pane} exited with {code:?}");
-//!             table.mark_exited(pane);
+//!             table.release_process(pane);
 //!             break;
 //!         }
 //!     }

@@ -63,8 +63,6 @@ pub struct IdlePane {
 struct Entry {
     id: PaneId,
     slot: Slot,
-    /// The token no longer resolves; the entry stays only while it still has a process.
-    retired: bool,
     idle_reported: bool,
     size: PaneSize,
     process: Option<PaneProcess>,
@@ -74,7 +72,7 @@ struct Entry {
 
 impl Entry {
     fn idle_deadline(&self, threshold: Duration) -> Option<Instant> {
-        let armed = self.slot.alive && !self.retired && !self.idle_reported;
+        let armed = self.slot.alive && !self.idle_reported;
         armed.then(|| self.slot.last_output + threshold)
     }
 }
@@ -172,7 +170,6 @@ impl PaneTable {
                 last_output: Instant::now(),
                 alive: true,
             },
-            retired: false,
             idle_reported: false,
             size,
             process: Some(process),
@@ -221,17 +218,15 @@ impl PaneTable {
         Ok(id)
     }
 
-    /// The pane a token currently names; `None` once the slot is retired.
+    /// The pane a token currently names; `None` once the pane is destroyed.
     pub fn resolve(&self, token: &Token) -> Option<PaneId> {
         self.index_of_token(token)
             .map(|index| self.entries[index].id)
     }
 
-    /// The pane's slot; `None` for an unknown pane or a retired slot.
+    /// The pane's slot; `None` for an unknown pane.
     pub fn slot(&self, pane: PaneId) -> Option<&Slot> {
-        self.entry(pane)
-            .filter(|entry| !entry.retired)
-            .map(|entry| &entry.slot)
+        self.entry(pane).map(|entry| &entry.slot)
     }
 
     /// Every pane, in display order.
@@ -347,36 +342,13 @@ impl PaneTable {
         Some(now.saturating_duration_since(slot.last_output))
     }
 
-    /// The process ended (the hub got `Exited`): the slot stays, the pane is no longer
-    /// alive and no longer goes idle.
-    pub fn mark_exited(&mut self, pane: PaneId) {
-        if let Some(entry) = self.entry_mut(pane) {
-            entry.slot.alive = false;
-        }
-    }
-
-    /// Drops the pane's PTY and process (killing it if it still runs) but keeps the slot,
-    /// e.g. while a relaunch is pending.
+    /// Drops the pane's PTY and process (killing it if it still runs) but keeps the slot
+    /// and its scrollback: for an exited pane, which stays on screen until it is closed or
+    /// relaunched.
     pub fn release_process(&mut self, pane: PaneId) {
-        if let Some(index) = self.position(pane) {
-            let entry = &mut self.entries[index];
+        if let Some(entry) = self.entry_mut(pane) {
             entry.process = None;
             entry.slot.alive = false;
-            if entry.retired {
-                self.entries.remove(index);
-            }
-        }
-    }
-
-    /// Stops the token resolving. A pane whose process was released goes with it; one
-    /// whose process still runs stays until [`destroy`](Self::destroy) or release.
-    pub fn retire_slot(&mut self, token: &Token) {
-        if let Some(index) = self.index_of_token(token) {
-            if self.entries[index].process.is_none() {
-                self.entries.remove(index);
-            } else {
-                self.entries[index].retired = true;
-            }
         }
     }
 
@@ -438,7 +410,7 @@ impl PaneTable {
     fn index_of_token(&self, token: &Token) -> Option<usize> {
         self.entries
             .iter()
-            .position(|entry| !entry.retired && entry.slot.token == *token)
+            .position(|entry| entry.slot.token == *token)
     }
 
     fn entry(&self, pane: PaneId) -> Option<&Entry> {

@@ -118,7 +118,7 @@ impl Harness {
                     }
                 }
                 PaneEvent::Exited { pane: from, code } => {
-                    self.table.mark_exited(from);
+                    self.table.release_process(from);
                     if from == pane {
                         run.code = code;
                         return run;
@@ -141,7 +141,7 @@ impl Harness {
                 }
                 PaneEvent::Exited { pane: from, .. } => {
                     assert_ne!(from, pane, "exited before printing {needle:?}: {seen:?}");
-                    self.table.mark_exited(from);
+                    self.table.release_process(from);
                 }
             }
         }
@@ -324,20 +324,16 @@ async fn at_most_eight_ptys_by_default() {
 #[tokio::test]
 async fn the_cap_counts_ptys_not_slots() {
     let mut h = Harness::with(|table| table.with_max_panes(2));
-    let first = h.open("exit 0");
+    let first = h.open("sleep 1000");
     let second = h.open("sleep 1000");
     assert!(matches!(
         h.table.open(None, size()),
         Err(PaneError::TooManyPanes { max: 2 })
     ));
-    h.run_to_exit(first).await;
-    // Exited but not released: its PTY still counts.
-    assert!(h.table.open(None, size()).is_err());
     // A relaunch replaces the slot's own PTY, so it fits under a full cap.
     let token = h.table.slot(first).unwrap().token().clone();
     let relaunched = h.table.relaunch(&approved(&token, "exit 0")).unwrap();
     h.run_to_exit(relaunched).await;
-    h.table.release_process(relaunched);
     assert!(
         h.table.slot(relaunched).is_some(),
         "the slot outlives its process"
@@ -635,34 +631,31 @@ async fn a_background_child_holding_the_pty_delays_the_exit_only_boundedly() {
 }
 
 #[tokio::test]
-async fn a_retired_slot_stops_resolving_and_goes_with_its_process() {
+async fn a_released_pane_keeps_its_slot_and_screen_until_destroyed() {
     let mut h = Harness::new();
     let kept = h.open("sleep 1000");
-    let released = h.open("exit 0");
+    let released = h.open("echo last words; exit 0");
     let tokens = [kept, released].map(|pane| h.table.slot(pane).unwrap().token().clone());
     assert_ne!(tokens[0], tokens[1]);
     assert!(nightcrow_protocol::Token::parse(tokens[0].as_str()).is_ok());
 
     h.run_to_exit(released).await;
-    h.table.release_process(released);
     assert!(matches!(
         h.table.write_typed(released, b"x"),
         Err(PaneError::NoProcess(_))
     ));
-    h.table.retire_slot(&tokens[1]);
+    assert_eq!(h.table.resolve(&tokens[1]), Some(released));
+    assert!(!h.table.slot(released).unwrap().is_alive());
+    assert!(String::from_utf8_lossy(&h.table.scrollback(released)).contains("last words"));
+    assert_eq!(h.table.panes(), [kept, released]);
+
+    h.table.destroy(released);
     assert_eq!(h.table.resolve(&tokens[1]), None);
     assert_eq!(h.table.panes(), [kept]);
     assert!(matches!(
         h.table.relaunch(&approved(&tokens[1], "exit 0")),
         Err(PaneError::UnknownToken(_))
     ));
-
-    // A retired slot whose process still runs keeps its pane until it is destroyed.
-    h.table.retire_slot(&tokens[0]);
-    assert_eq!(h.table.resolve(&tokens[0]), None);
-    assert!(h.table.slot(kept).is_none());
-    assert_eq!(h.table.panes(), [kept]);
-    h.table.write_typed(kept, b"still writable\n").unwrap();
     h.table.destroy(kept);
     assert!(h.table.panes().is_empty());
     assert!(matches!(
