@@ -266,7 +266,10 @@ pub fn status(home: &Home) -> Result<(), Failure> {
             let deadline = report
                 .and_then(|report| report.deadline_epoch)
                 .map(|epoch| {
-                    format!(", until {}", format::deadline_text(epoch, now, &chrono::Local))
+                    format!(
+                        ", until {}",
+                        format::deadline_text(epoch, now, &chrono::Local)
+                    )
                 })
                 .unwrap_or_default();
             println!(

@@ -211,8 +211,8 @@ async fn follow(
                 Some(frame) => {
                     let done = story.tell(frame.clone());
                     also(frame);
-                    if let Some(pane) = done {
-                        return Ok(format!("\u{2714} recovered: the session was resumed in pane {pane}."));
+                    if let Some(number) = done {
+                        return Ok(format!("\u{2714} recovered: the session was resumed in pane {number}."));
                     }
                 }
                 None => return Err("the hub ended before the recovery".to_owned()),
@@ -257,8 +257,8 @@ impl Story {
         }
     }
 
-    /// Tells one frame; the resumed pane once it shows it carries on.
-    fn tell(&mut self, frame: Frame) -> Option<u64> {
+    /// Tells one frame; the resumed pane's number once it shows it carries on.
+    fn tell(&mut self, frame: Frame) -> Option<String> {
         match frame {
             Frame::Message(HubMessage::Created {
                 pane,
@@ -293,7 +293,7 @@ impl Story {
                     }
                     if self.relaunched && line.contains("carrying on") {
                         self.say("");
-                        return Some(pane);
+                        return Some(self.number(pane));
                     }
                 }
             }
@@ -301,6 +301,8 @@ impl Story {
                 let code = code.map_or("a signal".to_owned(), |code| format!("code {code}"));
                 self.say(&format!("■ pane {} exited ({code})", self.number(pane)));
             }
+            // The hold of a replaced pane ends with it; its successor speaks for the session.
+            Frame::Message(HubMessage::Recovery(report)) if !self.panes.contains(&report.pane) => {}
             Frame::Message(HubMessage::Recovery(report)) => {
                 let mut line = format!(
                     "◆ recovery, pane {}: {}",

@@ -458,12 +458,16 @@ fn the_demo_shows_a_usage_limit_recovery_and_exits_0() {
         "recovery, pane 1: waiting_for_reset",
         "until the plugin acts",
         "recovery, pane 1: resuming",
-        "pane 2 (codex) started: the relaunched session",
+        "pane 1 (codex) started again: the relaunched session",
         "resuming session",
-        "recovered: the session was resumed in pane 2",
+        "recovered: the session was resumed in pane 1",
     ] {
         assert!(stdout.contains(step), "missing {step:?} in:\n{stdout}");
     }
+    assert!(
+        !stdout.contains("cancelled"),
+        "a relaunch cancels nothing:\n{stdout}"
+    );
 }
 
 /// The examples as a user runs them: installed with `plugin install`, enabled with only the

@@ -404,6 +404,12 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
         screen.starts_with(" 1:timed │ 2:untimed │")
     });
 
+    // Leader r on a running pane with nothing held says so, and cancels nothing.
+    tui.leader("r");
+    tui.wait_for("the nothing-to-cancel notice", |screen| {
+        screen.contains("nothing to cancel: 2:untimed is running, nothing is held")
+    });
+
     // The untimed pane exits: held, a marker with the attempt but no time.
     tui.type_line("go");
     let untimed = tui.wait_for("the untimed marker", |screen| {
@@ -411,7 +417,7 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
     });
     let chip = untimed.lines().last().unwrap();
     assert!(
-        chip.contains("exited · backoff · attempt 1 · scripted"),
+        chip.contains("exited with code 0 · backoff · attempt 1 · scripted"),
         "{untimed}"
     );
     assert!(!chip.contains("until"), "no deadline, no time: {untimed}");
@@ -431,11 +437,29 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
         "{timed}"
     );
 
-    // Leader r cancels the hold: the exited pane's tab goes.
+    // Leader r on the exited held pane asks first; any key but y keeps the hold.
     tui.leader("r");
-    tui.wait_for("the cancelled hold's tab to go", |screen| {
-        screen.starts_with(" 1:untimed⚠1 │") && !screen.contains("timed⏳")
+    tui.wait_for("the question", |screen| {
+        screen.contains("cancel this pane's recovery?")
     });
+    tui.keys(&["n"]);
+    tui.wait_for("the hold kept", |screen| {
+        !screen.contains("cancel this pane's recovery?") && screen.contains("1:timed⏳23:48⚠1 ")
+    });
+    // y ends the hold: the marker goes, the pane stays with its screen, plainly exited.
+    tui.leader("r");
+    tui.wait_for("the question again", |screen| {
+        screen.contains("cancel this pane's recovery?")
+    });
+    tui.keys(&["y"]);
+    let ended = tui.wait_for("the cancelled hold's marker to go", |screen| {
+        screen.starts_with(" 1:timed │ 2:untimed⚠1 │")
+            && screen.contains("1:timed: recovery ended; it stays exited")
+    });
+    assert!(
+        Tui::pane_text(&ended).contains("timed-ready"),
+        "the transcript stays: {ended}"
+    );
     let status = nightcrow(tui.home()).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
@@ -530,7 +554,7 @@ fn the_terminal_is_restored_after_sigterm_and_after_the_daemon_dies() {
 }
 
 #[test]
-fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_as_a_new_tab() {
+fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_in_the_same_tab() {
     let Some(tui) = Tui::run("", "demo", 100, 30) else {
         return;
     };
@@ -544,12 +568,12 @@ fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_as_a_new_tab() {
         screen.contains("carrying on")
     });
     assert!(
-        relaunched.starts_with(" 1:codex │"),
-        "the held pane's tab is gone:\n{relaunched}"
+        relaunched.starts_with(" 1:codex │") && !relaunched.contains("2:codex"),
+        "the relaunch takes the held pane's tab:\n{relaunched}"
     );
     let ended = tui.assert_ended_and_restored();
     assert!(
-        ended.contains("recovered: the session was resumed in pane 2."),
+        ended.contains("recovered: the session was resumed in pane 1."),
         "{ended}"
     );
     assert!(ended.contains("EXITED 0"), "{ended}");

@@ -475,7 +475,10 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     let chip =
         "document.getElementById('chip').hidden ? '' : document.getElementById('chip').textContent";
     let untimed = browser.wait_for("the untimed chip", chip);
-    assert_eq!(untimed, json!("exited · backoff · attempt 1 · scripted"));
+    assert_eq!(
+        untimed,
+        json!("exited with code 0 · backoff · attempt 1 · scripted")
+    );
     assert_eq!(tab_labels(&mut browser)[1], "2:untimed⚠1×");
     assert_eq!(
         browser.eval(geometry),
@@ -490,7 +493,7 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     browser.wait_for("the timed chip", &format!("({chip}).includes('until')"));
     assert_eq!(
         browser.eval(chip),
-        json!("exited · waiting_for_reset · until 23:48 · attempt 1 · scripted")
+        json!("exited with code 0 · waiting_for_reset · until 23:48 · attempt 1 · scripted")
     );
     assert_eq!(tab_labels(&mut browser)[0], "1:timed⏳23:48⚠1×");
     assert_eq!(
@@ -504,13 +507,26 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     browser.screenshot(&screenshot);
     eprintln!("screenshot: {}", screenshot.display());
 
-    // Cancel sends `cancel_recovery`: the hold ends and the exited pane's tab goes.
-    browser.eval("document.getElementById('cancel').click(); true");
+    // Cancel asks first: declined, nothing is sent and the hold stays.
+    browser.eval("window.confirm = () => false; document.getElementById('cancel').click(); true");
+    assert_eq!(tab_labels(&mut browser)[0], "1:timed⏳23:48⚠1×");
+    // Accepted, it sends `cancel_recovery`: the hold ends, the chip and marker go, and the
+    // exited pane stays with its screen until its tab is closed.
+    browser.eval("window.confirm = () => true; document.getElementById('cancel').click(); true");
     browser.wait_for(
-        "the cancelled hold's tab to go",
-        "document.querySelectorAll('.tab').length === 1",
+        "the cancelled hold's marker to go",
+        "document.getElementById('cancel').hidden",
     );
-    assert_eq!(tab_labels(&mut browser), ["1:untimed⚠1×"]);
+    assert_eq!(tab_labels(&mut browser), ["1:timed×", "2:untimed⚠1×"]);
+    assert_eq!(
+        browser.eval(chip),
+        json!("exited with code 0 · × on its tab closes it")
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('notice').textContent"),
+        json!("1:timed: recovery ended; it stays exited (× on its tab closes it)")
+    );
+    wait_for_line(&mut browser, "timed-ready");
     let status = nightcrow(web.home.path()).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");

@@ -227,8 +227,14 @@ fn cancel_tells_the_truth() {
     // A running pane: nothing is held, nothing is sent, and the screen says so.
     assert!(app.on_input(b"\x06r").is_empty());
     let said = app.notice(Instant::now()).expect("a notice").to_owned();
-    assert!(said.starts_with("nothing to cancel: 1:p1 is running"), "{said}");
-    assert!(app.panes[0].marker().is_some(), "the marker stays: it is true");
+    assert!(
+        said.starts_with("nothing to cancel: 1:p1 is running"),
+        "{said}"
+    );
+    assert!(
+        app.panes[0].marker().is_some(),
+        "the marker stays: it is true"
+    );
     // A held pane: asked first; only `y` cancels.
     exited(&mut app, 1, true);
     assert!(app.on_input(b"\x06r").is_empty());
@@ -243,7 +249,10 @@ fn cancel_tells_the_truth() {
     // Only the hub's `cancelled` says it is over.
     app.on_frame(report(1, "cancelled"));
     let said = app.notice(Instant::now()).expect("a notice").to_owned();
-    assert!(said.starts_with("1:p1: recovery ended; it stays exited"), "{said}");
+    assert!(
+        said.starts_with("1:p1: recovery ended; it stays exited"),
+        "{said}"
+    );
     assert_eq!(titles(&app), ["p1"], "the pane and its screen stay");
     // Plainly exited now: nothing to cancel, and how to close it.
     app.on_input(b"\x06r");

@@ -111,7 +111,10 @@ fn notice_line(app: &App, width: u16) -> Line<'static> {
                 format!("{ended} · {} x closes it · ", app.leader)
             };
             used += state.width();
-            spans.push(Span::styled(state, Style::new().add_modifier(Modifier::DIM)));
+            spans.push(Span::styled(
+                state,
+                Style::new().add_modifier(Modifier::DIM),
+            ));
         }
         if let Some(recovery) = &pane.recovery {
             let chip = truncate(&recovery.chip(), width.saturating_sub(used));

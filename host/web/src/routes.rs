@@ -173,10 +173,8 @@ impl WantedRepo {
     /// `?repo=…` encoded afresh (nothing else of the request is echoed), or empty.
     fn query(&self) -> String {
         self.repo.as_deref().map_or_else(String::new, |repo| {
-            let encoded = percent_encoding::utf8_percent_encode(
-                repo,
-                percent_encoding::NON_ALPHANUMERIC,
-            );
+            let encoded =
+                percent_encoding::utf8_percent_encode(repo, percent_encoding::NON_ALPHANUMERIC);
             format!("?repo={encoded}")
         })
     }

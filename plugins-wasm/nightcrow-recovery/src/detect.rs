@@ -171,7 +171,6 @@ fn shell_words(command: &str, windows: bool) -> Option<Vec<String>> {
     Some(words)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,10 +201,18 @@ mod tests {
             // The usual ways people start them (docs/recovery.md).
             ("npx codex", false, Some(Codex)),
             ("env codex", false, Some(Codex)),
-            ("CODEX_HOME=/tmp/c RUST_LOG=info codex --yolo", false, Some(Codex)),
+            (
+                "CODEX_HOME=/tmp/c RUST_LOG=info codex --yolo",
+                false,
+                Some(Codex),
+            ),
             ("env -u OPENAI_API_KEY -i FOO=1 codex", false, Some(Codex)),
             ("env -- opencode --port 4100", false, Some(OpenCode)),
-            ("/usr/bin/env DEBUG=1 /opt/bin/opencode", false, Some(OpenCode)),
+            (
+                "/usr/bin/env DEBUG=1 /opt/bin/opencode",
+                false,
+                Some(OpenCode),
+            ),
             ("exec codex resume", false, Some(Codex)),
             ("npx @openai/codex", false, Some(Codex)),
             ("npx -y @openai/codex@0.169.0 exec", false, Some(Codex)),

@@ -9,7 +9,7 @@ use super::harness::{PANE, Plugin, Runtime, on_both_runtimes, token};
 on_both_runtimes!(
     exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed,
     a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode,
-    no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels,
+    no_rate_limit_headers_backs_off_without_a_deadline_and_keys_do_not_cancel,
     two_candidate_rollouts_never_resume,
     at_most_64_panes_are_tracked_and_the_overflow_is_logged_once
 );
@@ -76,15 +76,31 @@ fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episo
             "g1 attention"
         ]
     );
-    // The person continued by hand? No input came; Codex itself answered turn 3.
+    // The person dismisses the popup and types a new prompt: keys alone end nothing.
+    plugin.send(Event::UserInput {
+        token: token(PANE),
+        generation: 1,
+    });
+    assert!(plugin.sync().is_empty(), "a key is not a cancel");
+    // Turn 3 is a normal turn in the bound rollout: the person carried on.
     assert_eq!(
         plugin.replay(&path, &records[21..]),
-        ["g1 idle recovered - #0"]
+        ["g1 idle continued - #0"]
+    );
+    // Quitting Codex now is a plain exit: the episode is over.
+    plugin.send(Event::PaneExited {
+        token: token(PANE),
+        generation: 1,
+    });
+    plugin.advance(86_400);
+    assert!(
+        plugin.sync().is_empty(),
+        "no relaunch after the episode ended"
     );
     plugin.finish();
 }
 
-fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels(runtime: Runtime) {
+fn no_rate_limit_headers_backs_off_without_a_deadline_and_keys_do_not_cancel(runtime: Runtime) {
     let mut plugin = Plugin::start(runtime);
     plugin.open(1, "/usr/local/bin/codex exec");
     let (path, records) = plugin.rollout(NO_HEADERS_ROLLOUT);
@@ -95,13 +111,26 @@ fn no_rate_limit_headers_backs_off_without_a_deadline_and_input_cancels(runtime:
             "g1 backoff usage limit; no reset time - #0"
         ]
     );
+    // Keys (say, Esc on the popup) keep the backoff.
     plugin.send(Event::UserInput {
         token: token(PANE),
         generation: 1,
     });
-    assert_eq!(plugin.sync(), ["g1 idle cancelled - #0"]);
-    plugin.advance(3600);
-    assert!(plugin.sync().is_empty());
+    assert!(plugin.sync().is_empty(), "a key is not a cancel");
+    // `codex exec` exits at the limit; after the 30 s backoff the session is resumed.
+    plugin.send(Event::PaneExited {
+        token: token(PANE),
+        generation: 1,
+    });
+    plugin.advance(29);
+    assert!(plugin.sync().is_empty(), "still backing off");
+    plugin.advance(1);
+    let out = plugin.sync();
+    assert_eq!(
+        out.last().map(String::as_str),
+        Some("g1 relaunch resume 01a23785-3c47-7c32-9d29-4a0452622344"),
+        "{out:?}"
+    );
     plugin.finish();
 }
 

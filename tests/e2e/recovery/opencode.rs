@@ -13,7 +13,7 @@ use super::harness::{Grants, PATIENCE, Plugin, Runtime, fixtures, on_both_runtim
 on_both_runtimes!(
     a_give_up_over_the_stream_calls_the_person_and_the_exited_pane_reopens_the_session,
     recovering_by_itself_is_shown_then_quietly_idle,
-    aborting_with_a_key_during_the_retry_cancels_without_an_alarm,
+    aborting_with_a_key_during_the_retry_stops_without_an_alarm,
     an_exit_while_retrying_waits_for_the_retry_time_then_reopens_the_session,
     without_the_stream_the_pane_directory_is_polled_every_5_s_and_leaving_unseen_is_a_give_up,
     unobservable_panes_and_refused_credentials_are_logged_once_and_report_nothing
@@ -356,7 +356,7 @@ fn recovering_by_itself_is_shown_then_quietly_idle(runtime: Runtime) {
     plugin.finish();
 }
 
-fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm(runtime: Runtime) {
+fn aborting_with_a_key_during_the_retry_stops_without_an_alarm(runtime: Runtime) {
     let server = Server::start(false);
     let mut plugin = Plugin::start_with(runtime, Grants::opencode(server.port, 1_796_228_378_000));
     server.serve(&plugin.cwd);
@@ -379,8 +379,12 @@ fn aborting_with_a_key_during_the_retry_cancels_without_an_alarm(runtime: Runtim
         token: super::harness::token(super::harness::PANE),
         generation: 1,
     });
-    assert_eq!(plugin.sync(), ["g1 idle cancelled - #0"]);
+    assert!(plugin.sync().is_empty(), "a key alone ends nothing");
     server.push(&events[fourth..]);
+    assert_eq!(
+        ticks_until(&mut plugin, |out| !out.is_empty()),
+        ["g1 idle stopped by you - #0"]
+    );
     for _ in 0..8 {
         plugin.advance_ms(250);
         assert!(plugin.sync().is_empty(), "no call-back for their own abort");

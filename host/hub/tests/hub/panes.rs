@@ -307,7 +307,9 @@ async fn an_unowned_pane_exit_is_reported_and_the_pane_stays_until_closed() {
     })
     .await;
     hub.hub.close(pane).await.expect("close");
-    hub.client.saw(HubMessage::Closed { pane: pane.get() }).await;
+    hub.client
+        .saw(HubMessage::Closed { pane: pane.get() })
+        .await;
     assert!(hub.hub.status().await.expect("status").panes.is_empty());
     hub.shutdown().await;
 }

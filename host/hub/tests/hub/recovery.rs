@@ -214,9 +214,9 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
     let mut late = crate::util::Watcher::new(hub.hub.attach().await.expect("attach"));
     late.saw(report).await;
     assert!(
-        late.messages
-            .iter()
-            .any(|message| matches!(message, HubMessage::Created { pane: p, .. } if *p == pane.get())),
+        late.messages.iter().any(
+            |message| matches!(message, HubMessage::Created { pane: p, .. } if *p == pane.get())
+        ),
         "the exited pane is replayed with its name: {:?}",
         late.messages
     );

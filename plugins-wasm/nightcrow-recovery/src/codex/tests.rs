@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
-use crate::provider::Observation::{Ambiguous, LimitHit, Continued};
+use crate::provider::Observation::{Ambiguous, Continued, LimitHit};
 
 const LIMIT_ROLLOUT: &str = "real-0.169-mock-backend/exec-c-normal-then-limit/rollout-2026-12-02T16-10-09-01a23785-4104-78f1-b4f0-247bed73e273.jsonl";
 const LIMIT_UUID: &str = "01a23785-4104-78f1-b4f0-247bed73e273";

@@ -300,7 +300,12 @@ mod tests {
             "retry 1796228395",
             "retry 1796228414",
         ];
-        check("b3-429-no-retry-headers", &stopped(&b3), &gave_up(&b3), "GaveUp");
+        check(
+            "b3-429-no-retry-headers",
+            &stopped(&b3),
+            &gave_up(&b3),
+            "GaveUp",
+        );
         // Recovered by itself: the stream sees busy after the retry, then idle. The polls
         // never see that 0.35 s busy, so polling reports a give-up (the conservative reading,
         // docs/recovery.md).
