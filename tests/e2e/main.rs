@@ -10,6 +10,10 @@
 //! - [`exhaustion`]: a background daemon under a low open-files limit against idle and slow
 //!   web connections and a plugin flooding `log`: `status` keeps answering, the log stays
 //!   small.
+//! - [`overnight`]: the overnight case in a real terminal: the bundled plugin in the daemon
+//!   watching the interactive Codex stand-in and an OpenCode pane; keys never end an
+//!   episode, a quit or a crash while it is open resumes the session, a prompt that carries on
+//!   ends it.
 //! - [`plugin_cli`]: `nightcrow plugin check|run` as real processes, and a native plugin
 //!   dying with its host after `kill -9`.
 //! - [`registry`]: `plugin install|list|remove`, and an installed file refused once it
@@ -38,6 +42,7 @@ mod conformance;
 mod daemon;
 mod exhaustion;
 mod hostile;
+mod overnight;
 mod plugin_cli;
 mod recovery;
 mod registry;

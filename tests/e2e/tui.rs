@@ -17,7 +17,7 @@ use crate::util::nightcrow;
 const PATIENCE: Duration = Duration::from_secs(40);
 
 /// A tmux server of its own running `nightcrow attach` (or another nightcrow command).
-struct Tui {
+pub(crate) struct Tui {
     server: String,
     home: tempfile::TempDir,
     repo: tempfile::TempDir,
@@ -25,12 +25,12 @@ struct Tui {
 
 impl Tui {
     /// `None` (after saying why) when tmux is missing outside CI.
-    fn attach(config: &str) -> Option<Tui> {
+    pub(crate) fn attach(config: &str) -> Option<Tui> {
         Tui::run(config, "attach", 100, 30)
     }
 
     /// `attach` with a plain shell, once the first pane's tab is drawn.
-    fn attach_shell() -> Option<Tui> {
+    pub(crate) fn attach_shell() -> Option<Tui> {
         let tui = Tui::attach(PLAIN_SHELL)?;
         tui.wait_for("the first pane's tab", |screen| {
             screen.starts_with(" 1:shell")
@@ -38,7 +38,7 @@ impl Tui {
         Some(tui)
     }
 
-    fn run(config: &str, args: &str, width: u16, height: u16) -> Option<Tui> {
+    pub(crate) fn run(config: &str, args: &str, width: u16, height: u16) -> Option<Tui> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(std::env::var_os("CI").is_none(), "tmux is not installed");
             eprintln!("skipped: tmux is not installed (apt-get install tmux)");
@@ -85,20 +85,20 @@ impl Tui {
         Some(tui)
     }
 
-    fn tmux(&self) -> Command {
+    pub(crate) fn tmux(&self) -> Command {
         let mut command = Command::new("tmux");
         command.args(["-L", &self.server, "-f", "/dev/null"]);
         command
     }
 
     /// Keys as `send-keys` names them (`C-f`, `Enter`, `PageUp`) or literal words.
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let status = self.tmux().arg("send-keys").args(keys).status().unwrap();
         assert!(status.success());
     }
 
     /// Types `line` literally, then Enter.
-    fn type_line(&self, line: &str) {
+    pub(crate) fn type_line(&self, line: &str) {
         let status = self
             .tmux()
             .args(["send-keys", "-l", line])
@@ -108,17 +108,17 @@ impl Tui {
         self.keys(&["Enter"]);
     }
 
-    fn leader(&self, key: &str) {
+    pub(crate) fn leader(&self, key: &str) {
         self.keys(&["C-f"]);
         self.keys(&[key]);
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let output = self.tmux().args(["capture-pane", "-p"]).output().unwrap();
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    fn display(&self, format: &str) -> String {
+    pub(crate) fn display(&self, format: &str) -> String {
         let output = self
             .tmux()
             .args(["display", "-p", format])
@@ -129,12 +129,17 @@ impl Tui {
 
     /// Waits until the screen satisfies `done`; returns that screen.
     #[track_caller]
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         self.wait_within(PATIENCE, what, done)
     }
 
     #[track_caller]
-    fn wait_within(&self, patience: Duration, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_within(
+        &self,
+        patience: Duration,
+        what: &str,
+        done: impl Fn(&str) -> bool,
+    ) -> String {
         let started = Instant::now();
         loop {
             let screen = self.screen();
@@ -153,12 +158,12 @@ impl Tui {
     }
 
     #[track_caller]
-    fn wait_for_text(&self, text: &str) -> String {
+    pub(crate) fn wait_for_text(&self, text: &str) -> String {
         self.wait_for(&format!("{text:?}"), |screen| screen.contains(text))
     }
 
     /// The pane area as text: the screen less its tab row and notice row.
-    fn pane_text(screen: &str) -> String {
+    pub(crate) fn pane_text(screen: &str) -> String {
         let lines: Vec<&str> = screen.lines().collect();
         lines[1..lines.len().saturating_sub(1)].join("\n")
     }
@@ -166,7 +171,7 @@ impl Tui {
     /// Waits for nightcrow to end; checks the terminal came back as it was: the main
     /// screen, canonical mode, echo on.
     #[track_caller]
-    fn assert_ended_and_restored(&self) -> String {
+    pub(crate) fn assert_ended_and_restored(&self) -> String {
         let screen = self.wait_for("nightcrow to end", |screen| {
             screen.contains("EXITED") && screen.lines().any(|line| line.ends_with("echo"))
         });
@@ -179,16 +184,16 @@ impl Tui {
         screen
     }
 
-    fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         self.home.path()
     }
 
-    fn repo(&self) -> PathBuf {
+    pub(crate) fn repo(&self) -> PathBuf {
         self.repo.path().canonicalize().unwrap()
     }
 
     /// The pid of the process tmux started (nightcrow itself runs as its child).
-    fn client_pid(&self) -> u32 {
+    pub(crate) fn client_pid(&self) -> u32 {
         let shell = self.display("#{pane_pid}");
         let children =
             std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
@@ -200,7 +205,7 @@ impl Tui {
             .unwrap()
     }
 
-    fn daemon_pid(&self) -> Option<u32> {
+    pub(crate) fn daemon_pid(&self) -> Option<u32> {
         let lock = std::fs::read_to_string(self.home().join("daemon.lock")).ok()?;
         lock.trim().parse().ok()
     }

@@ -18,6 +18,6 @@
 
 mod codex;
 mod harness;
-mod opencode;
+pub(crate) mod opencode;
 mod sandbox;
 mod stand_in;

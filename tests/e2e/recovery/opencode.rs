@@ -40,18 +40,18 @@ struct Replay {
 }
 
 /// One request the server answered: its request line and headers.
-struct Request {
+pub(crate) struct Request {
     head: String,
 }
 
 impl Request {
-    fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.head.split(' ').nth(1).unwrap_or_default()
     }
 }
 
-struct Server {
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) port: u16,
     replay: Arc<Mutex<Replay>>,
     requests: Receiver<Request>,
 }
@@ -59,7 +59,7 @@ struct Server {
 impl Server {
     /// A server for the pane cwd given to [`Server::serve`] (the port comes first: it is
     /// the plugin's grant).
-    fn start(password: bool) -> Server {
+    pub(crate) fn start(password: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("addr").port();
         let replay = Arc::new(Mutex::new(Replay {
@@ -87,7 +87,7 @@ impl Server {
         }
     }
 
-    fn serve(&self, cwd: &str) {
+    pub(crate) fn serve(&self, cwd: &str) {
         // The tests' cwd is a temp path plus "my repo": only the space needs escaping.
         self.replay.lock().expect("lock").directory = cwd.replace(' ', "%20");
     }
@@ -99,7 +99,7 @@ impl Server {
     }
 
     /// Writes SSE events to the open stream as one chunk.
-    fn push(&self, events: &[String]) {
+    pub(crate) fn push(&self, events: &[String]) {
         let mut replay = self.replay.lock().expect("lock");
         let stream = replay.stream.as_mut().expect("the plugin holds the stream");
         let data = events.concat();
@@ -108,7 +108,7 @@ impl Server {
     }
 
     /// The next request the server answered.
-    fn next_request(&self) -> Request {
+    pub(crate) fn next_request(&self) -> Request {
         self.requests
             .recv_timeout(PATIENCE)
             .expect("the plugin made a request")
@@ -197,7 +197,7 @@ fn captured(relative: &str) -> Vec<u8> {
 
 /// The events of a captured stream, each `data: …\n\n` (the capture prefixes each raw line
 /// with its time).
-fn sse_events(scenario: &str) -> Vec<String> {
+pub(crate) fn sse_events(scenario: &str) -> Vec<String> {
     let text = std::fs::read_to_string(
         fixtures()
             .join("opencode")
@@ -213,7 +213,7 @@ fn sse_events(scenario: &str) -> Vec<String> {
 }
 
 /// Index just past the `n`-th (from 1) event containing `needle`.
-fn after(events: &[String], needle: &str, n: usize) -> usize {
+pub(crate) fn after(events: &[String], needle: &str, n: usize) -> usize {
     events
         .iter()
         .enumerate()
