@@ -20,15 +20,20 @@ const RESET_IN: i64 = -10;
 /// Long enough for the 20 s wait and a relaunch on a busy machine.
 const WAIT_PATIENCE: Duration = Duration::from_secs(60);
 
-/// `attach` in a repository whose startup pane runs `command` (a Codex or OpenCode pane the
-/// bundled plugin watches with `grants`).
+/// `attach` in a repository whose startup pane runs `command`.
 fn attach_watching(command: &str, codex_home: &Path, connect: Option<u16>) -> Option<Tui> {
+    Tui::attach(&watching(command, codex_home, connect))
+}
+
+/// A config whose startup pane runs `command` (a Codex or OpenCode pane), watched by the
+/// bundled plugin with the grants it needs: `codex_home`'s sessions, the port `connect`.
+fn watching(command: &str, codex_home: &Path, connect: Option<u16>) -> String {
     std::fs::create_dir_all(codex_home.join("sessions")).unwrap();
     let codex_home = codex_home.display();
     let connect = connect.map_or(String::new(), |port| {
         format!("connect = [\"127.0.0.1:{port}\"]\n")
     });
-    let config = format!(
+    format!(
         r#"[shell]
 program = "/bin/sh"
 command_args = ["-c"]
@@ -48,8 +53,7 @@ name = "agent"
 command = "{command}"
 plugin = "nightcrow-recovery"
 "#
-    );
-    Tui::attach(&config)
+    )
 }
 
 /// A Codex pane as people start one: the environment first, then the program by its path.
@@ -136,11 +140,6 @@ fn unix_now() -> i64 {
         .as_secs() as i64
 }
 
-fn status(tui: &Tui) -> String {
-    let status = nightcrow(tui.home()).arg("status").output().unwrap();
-    String::from_utf8_lossy(&status.stdout).into_owned()
-}
-
 #[test]
 fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_once() {
     let Some(codex) = Codex::attach() else {
@@ -209,7 +208,7 @@ fn a_prompt_after_the_reset_carries_on_and_a_later_quit_is_a_plain_exit() {
     );
     assert!(!screen.contains("resuming session"), "{screen}");
     // The slot stays relaunchable for its plugin, which has nothing pending.
-    let status = status(tui);
+    let status = tui.status();
     assert!(status.contains("hold on pane 1: idle;"), "{status}");
 }
 
@@ -237,7 +236,7 @@ fn codex_killed_during_the_wait_is_resumed_once_the_wait_is_over() {
     });
     assert!(held.starts_with(" 1:agent⏳"), "{held}");
     assert!(held.contains("You've hit your usage limit"), "{held}");
-    let status = status(tui);
+    let status = tui.status();
     assert!(
         status.contains("hold on pane 1: waiting_for_reset, until "),
         "{status}"
@@ -293,4 +292,61 @@ fn opencode_that_gave_up_and_is_quit_with_ctrl_c_is_reopened_with_its_session_at
     std::iter::repeat_with(|| server.next_request())
         .find(|request| request.path().starts_with("/event?directory="))
         .expect("the reopened pane is watched again");
+}
+
+#[test]
+fn a_client_attaching_after_the_exit_sees_the_last_screen_the_name_and_the_wait() {
+    let codex_home = tempfile::tempdir().unwrap();
+    let command = format!(
+        "CODEX_HOME='{}' RESET_IN=3600 '{STAND_IN}' exec 'fix the failing test'",
+        codex_home.path().display()
+    );
+    // The daemon runs in the background and opens the repository with no client attached.
+    let Some(tui) = Tui::run(
+        &watching(&command, codex_home.path(), None),
+        "--detach",
+        100,
+        30,
+    ) else {
+        return;
+    };
+    tui.wait_for_text("EXITED 0");
+    let opened = nightcrow(tui.home())
+        .arg("open")
+        .arg(tui.repo())
+        .output()
+        .unwrap();
+    assert!(opened.status.success(), "{opened:?}");
+    let started = std::time::Instant::now();
+    while !tui
+        .status()
+        .contains("hold on pane 1: waiting_for_reset, until ")
+    {
+        assert!(
+            started.elapsed() < WAIT_PATIENCE,
+            "no wait held: {}",
+            tui.status()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The first client attaches after the exit: the tab's name, its marker, the last screen.
+    tui.tmux()
+        .args(["respawn-pane", "-k"])
+        .arg(format!("{} attach", env!("CARGO_BIN_EXE_nightcrow")))
+        .status()
+        .unwrap();
+    let late = tui.wait_for("the late client's tab", |screen| {
+        screen.starts_with(" 1:agent⏳")
+    });
+    assert!(
+        Tui::pane_text(&late).contains("You've hit your usage limit"),
+        "{late}"
+    );
+    assert!(
+        late.lines()
+            .last()
+            .unwrap()
+            .contains("exited with code 1 · waiting_for_reset · until "),
+        "{late}"
+    );
 }

@@ -39,12 +39,22 @@ impl Tui {
     }
 
     pub(crate) fn run(config: &str, args: &str, width: u16, height: u16) -> Option<Tui> {
+        Tui::run_in(tempfile::tempdir().unwrap(), config, args, width, height)
+    }
+
+    /// [`Tui::run`] in a `NIGHTCROW_HOME` prepared beforehand (e.g. plugins installed).
+    pub(crate) fn run_in(
+        home: tempfile::TempDir,
+        config: &str,
+        args: &str,
+        width: u16,
+        height: u16,
+    ) -> Option<Tui> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(std::env::var_os("CI").is_none(), "tmux is not installed");
             eprintln!("skipped: tmux is not installed (apt-get install tmux)");
             return None;
         }
-        let home = tempfile::tempdir().unwrap();
         std::fs::write(home.path().join("config.toml"), config).unwrap();
         let repo = tempfile::tempdir().unwrap();
         let name = format!(
@@ -182,6 +192,12 @@ impl Tui {
             .collect();
         assert_eq!(modes, ["icanon", "echo"], "raw mode left on:\n{screen}");
         screen
+    }
+
+    /// What `nightcrow status` prints.
+    pub(crate) fn status(&self) -> String {
+        let status = nightcrow(self.home()).arg("status").output().unwrap();
+        String::from_utf8_lossy(&status.stdout).into_owned()
     }
 
     pub(crate) fn home(&self) -> &Path {
@@ -465,9 +481,68 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
         Tui::pane_text(&ended).contains("timed-ready"),
         "the transcript stays: {ended}"
     );
-    let status = nightcrow(tui.home()).arg("status").output().unwrap();
-    let status = String::from_utf8_lossy(&status.stdout);
+    let status = tui.status();
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
+}
+
+/// `plugin remove` + `reload` stops the plugin: its hold ends and its marker goes, on the
+/// client attached before and on one attached after.
+#[test]
+fn a_removed_plugin_leaves_no_marker_before_or_after_re_attach() {
+    let home = tempfile::tempdir().unwrap();
+    let installed = nightcrow(home.path())
+        .args([
+            "plugin",
+            "install",
+            guests::SCRIPTED_WASM,
+            "--name",
+            "scripted",
+        ])
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    let config = RECOVERY.replace("SCRIPTED", "scripted");
+    let Some(tui) = Tui::run_in(home, &config, "attach", 100, 30) else {
+        return;
+    };
+    tui.wait_for_text("timed-ready");
+    tui.type_line("go");
+    tui.wait_for("the timed marker", |screen| {
+        screen.contains("1:timed⏳23:48⚠1 ")
+    });
+
+    for args in [&["plugin", "remove", "scripted"][..], &["reload"]] {
+        let done = nightcrow(tui.home()).args(args).output().unwrap();
+        assert!(done.status.success(), "{args:?}: {done:?}");
+    }
+    let cleared = tui.wait_for("the marker to go", |screen| {
+        screen.starts_with(" 1:timed │ 2:untimed │")
+    });
+    assert!(
+        cleared
+            .lines()
+            .last()
+            .unwrap()
+            .contains("exited with code 0 · Ctrl+F x closes it"),
+        "plainly exited: {cleared}"
+    );
+    assert!(!tui.status().contains("hold on pane"));
+
+    tui.leader("d");
+    tui.assert_ended_and_restored();
+    tui.tmux()
+        .args(["respawn-pane", "-k"])
+        .arg(format!("{} attach", env!("CARGO_BIN_EXE_nightcrow")))
+        .status()
+        .unwrap();
+    let back = tui.wait_for("the re-attached tabs", |screen| {
+        screen.starts_with(" 1:timed")
+    });
+    assert!(back.starts_with(" 1:timed │ 2:untimed │"), "{back}");
+    assert!(
+        Tui::pane_text(&back).contains("timed-ready"),
+        "the exited pane's screen: {back}"
+    );
 }
 
 #[test]

@@ -532,6 +532,119 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
 }
 
+/// A pane that printed a screenful and more, then exited with its plugin holding it.
+const LATE: &str = r#"
+[shell]
+program = "/bin/sh"
+command_args = ["-c"]
+
+[[plugin]]
+name = "timed"
+command = "SCRIPTED"
+enabled = true
+args = ["exit_status=waiting_for_reset"]
+
+[[startup_command]]
+name = "late"
+command = "echo late-first-line; seq 1 80; echo late-last-line; exit 3"
+plugin = "timed"
+"#;
+
+/// The person opens a bookmarked page hours after the pane exited, from a browser that was
+/// never signed in, while another repository is open too.
+#[test]
+fn a_late_browser_gets_the_asked_repository_and_its_exited_pane_as_it_was() {
+    let web = Web::start(&LATE.replace("SCRIPTED", guests::SCRIPTED_WASM));
+    let other = tempfile::Builder::new()
+        .prefix(".0-other")
+        .tempdir()
+        .unwrap();
+    let opened = nightcrow(web.home.path())
+        .arg("open")
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert!(opened.status.success(), "{opened:?}");
+    let started = std::time::Instant::now();
+    loop {
+        let status = nightcrow(web.home.path()).arg("status").output().unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        if status.matches("hold on pane 1: waiting_for_reset").count() == 2 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The login keeps the repository asked for.
+    let mut browser = Browser::start(1100, 700);
+    browser.goto(&web.page);
+    let repo = web.repo.path().canonicalize().unwrap();
+    assert_eq!(
+        browser.eval("location.pathname + new URLSearchParams(location.search).get('repo')"),
+        json!(format!("/login{}", repo.display()))
+    );
+    browser.submit_login(PASSWORD);
+    browser.wait_for(
+        "the connection",
+        "nightcrow.socket && nightcrow.socket.readyState === 1",
+    );
+    assert_eq!(
+        browser.eval("nightcrow.repo"),
+        json!(repo.display().to_string())
+    );
+
+    // The exited pane: its name, its marker, its screen and scrollback, its chip.
+    browser.wait_for(
+        "the exited pane's tab",
+        "document.querySelectorAll('.tab').length === 1",
+    );
+    assert_eq!(tab_labels(&mut browser), ["1:late⏳23:48⚠1×"]);
+    let buffer = wait_for_line(&mut browser, "late-last-line");
+    assert!(buffer.contains("late-first-line"), "{buffer}");
+    let chip =
+        "document.getElementById('chip').hidden ? '' : document.getElementById('chip').textContent";
+    assert_eq!(
+        browser.eval(chip),
+        json!("exited with code 3 · waiting_for_reset · until 23:48 · attempt 1 · scripted")
+    );
+    let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("web-late-screenshot.png");
+    browser.screenshot(&screenshot);
+    eprintln!("screenshot: {}", screenshot.display());
+
+    // Cancel, then close the tab: nothing is left on screen that is not true.
+    browser.eval("window.confirm = () => true; document.getElementById('cancel').click(); true");
+    browser.wait_for(
+        "the plainly exited chip",
+        &format!("({chip}) === 'exited with code 3 · × on its tab closes it'"),
+    );
+    browser.eval("document.querySelector('.tab .close').click(); true");
+    browser.wait_for("no panes", "document.querySelectorAll('.tab').length === 0");
+    assert_eq!(
+        browser.eval("getComputedStyle(document.getElementById('chip')).display"),
+        json!("none"),
+        "a hidden chip takes no space"
+    );
+    assert_eq!(browser.eval(chip), json!(""));
+
+    // A repository that is not open is said so; another one is never shown instead.
+    browser.goto(&web.url("/?repo=/nowhere/at-all"));
+    let said = browser.wait_for(
+        "the unknown repository's message",
+        "document.getElementById('empty').hidden ? '' : document.getElementById('empty').textContent",
+    );
+    assert!(
+        said.as_str()
+            .unwrap()
+            .starts_with("No open repository is /nowhere/at-all."),
+        "{said}"
+    );
+    assert_eq!(tab_labels(&mut browser), Vec::<String>::new());
+}
+
 #[test]
 fn without_a_password_the_web_client_does_not_start_and_says_how_to_set_one() {
     let home = tempfile::tempdir().unwrap();
