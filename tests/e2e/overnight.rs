@@ -173,6 +173,12 @@ fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_
     tui.wait_for("the episode over", |screen| {
         screen.starts_with(" 1:agent │") && screen.contains("1:agent: resumed")
     });
+    // `status` numbers the relaunched pane as its tab does.
+    let status = tui.status();
+    assert!(
+        status.contains("  pane 1:agent running, generation 2, watched by nightcrow-recovery"),
+        "{status}"
+    );
 }
 
 #[test]
@@ -318,6 +324,7 @@ fn a_client_attaching_after_the_exit_sees_the_last_screen_the_name_and_the_wait(
         .unwrap();
     assert!(opened.status.success(), "{opened:?}");
     let started = std::time::Instant::now();
+    // `status` says when, as local time and how long from now.
     while !tui
         .status()
         .contains("hold on pane 1: waiting_for_reset, until ")
@@ -329,6 +336,11 @@ fn a_client_attaching_after_the_exit_sees_the_last_screen_the_name_and_the_wait(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    let status = tui.status();
+    assert!(
+        status.contains(" (in 1 h); the hold lapses in ") || status.contains(" (in 59 min)"),
+        "{status}"
+    );
     // The first client attaches after the exit: the tab's name, its marker, the last screen.
     tui.tmux()
         .args(["respawn-pane", "-k"])

@@ -171,6 +171,20 @@ fn other_panes_bad_lines_and_unknown_tokens() {
         plugin.sync().is_empty(),
         "ignored panes and bad lines produce nothing"
     );
+    // An unrecognised command is said once per pane, in the log: the pane (one token here)
+    // first ran `bash`; `opencode-x` and `bash` again add nothing.
+    plugin.open(1, "bash");
+    plugin.sync();
+    let said: Vec<&String> = plugin
+        .seen
+        .iter()
+        .filter(|line| line.contains("not a Codex or OpenCode command"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("no recovery: bash (recognised forms"),
+        "{said:?}"
+    );
     // Events for a pane it never got: it asks once, not again within 30 s.
     let stranger = token("5e000000000000000000000000000001");
     plugin.send(Event::PaneOutput {
