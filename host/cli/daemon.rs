@@ -243,7 +243,7 @@ pub fn status(home: &Home) -> Result<(), Failure> {
             println!(
                 "  pane {}:{} {}, generation {}{}",
                 index + 1,
-                pane.title.as_deref().unwrap_or("shell"),
+                shown(pane.title.as_deref().unwrap_or("shell")),
                 if pane.alive { "running" } else { "exited" },
                 pane.generation,
                 pane.owner

@@ -75,8 +75,8 @@ impl Layout {
         }
         let stand_in = root.join("bin").join("codex-stand-in");
         write_executable(&stand_in, STAND_IN)?;
-        // Named `codex`, so the plugin recognises the pane; the environment is set here
-        // because a pane's command line starts with the program the plugin looks at.
+        // Named `codex`, so the plugin recognises the pane; the launcher carries the
+        // stand-in's environment, so the pane's command reads as a person would type it.
         write_executable(
             &layout.launcher,
             &format!(

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::recovery::opencode::{Server, after, sse_events};
 use crate::tui::Tui;
-use crate::util::nightcrow;
+use crate::util::open_and_wait_for_status;
 
 const STAND_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo/codex");
 /// Seconds from the limit to its reset: negative, so the reset + 30 s call-back is 20 s away.
@@ -93,6 +93,12 @@ impl Codex {
         self.session()
     }
 
+    /// Esc, as a person closes the popup: the TUI says when the limit resets.
+    fn dismiss_the_popup(&self) {
+        self.tui.keys(&["Escape"]);
+        self.tui.wait_for_text("⚠ usage limit · resets at");
+    }
+
     /// The bound session's id and the end of its wait, from its rollout.
     fn session(&self) -> (String, i64) {
         let rollout = walk(&self.home.path().join("sessions"))
@@ -148,8 +154,7 @@ fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_
     let tui = &codex.tui;
     let (session, _) = codex.hit_the_limit();
     // The person dismisses the popup and walks away.
-    tui.keys(&["Escape"]);
-    tui.wait_for_text("⚠ usage limit · resets at");
+    codex.dismiss_the_popup();
     // At reset + 30 s the plugin calls the person back: the wait survived the key.
     let called = tui.wait_within(WAIT_PATIENCE, "the call-back", |screen| {
         screen.contains("limit reset; continue the session")
@@ -188,8 +193,7 @@ fn a_prompt_after_the_reset_carries_on_and_a_later_quit_is_a_plain_exit() {
     };
     let tui = &codex.tui;
     let (_, deadline) = codex.hit_the_limit();
-    tui.keys(&["Escape"]);
-    tui.wait_for_text("⚠ usage limit · resets at");
+    codex.dismiss_the_popup();
     // The reset has passed: a new prompt succeeds, and the session shows it carried on.
     tui.type_line("carry on");
     tui.wait_for_text("(stand-in) done: carry on");
@@ -225,7 +229,7 @@ fn codex_killed_during_the_wait_is_resumed_once_the_wait_is_over() {
     };
     let tui = &codex.tui;
     let (session, deadline) = codex.hit_the_limit();
-    tui.keys(&["Escape"]);
+    codex.dismiss_the_popup();
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &codex.pid().to_string()])
         .status()
@@ -317,26 +321,10 @@ fn a_client_attaching_after_the_exit_sees_the_last_screen_the_name_and_the_wait(
         return;
     };
     tui.wait_for_text("EXITED 0");
-    let opened = nightcrow(tui.home())
-        .arg("open")
-        .arg(tui.repo())
-        .output()
-        .unwrap();
-    assert!(opened.status.success(), "{opened:?}");
-    let started = std::time::Instant::now();
     // `status` says when, as local time and how long from now.
-    while !tui
-        .status()
-        .contains("hold on pane 1: waiting_for_reset, until ")
-    {
-        assert!(
-            started.elapsed() < WAIT_PATIENCE,
-            "no wait held: {}",
-            tui.status()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let status = tui.status();
+    let status = open_and_wait_for_status(tui.home(), &tui.repo(), |status| {
+        status.contains("hold on pane 1: waiting_for_reset, until ")
+    });
     assert!(
         status.contains(" (in 1 h); the hold lapses in ") || status.contains(" (in 59 min)"),
         "{status}"

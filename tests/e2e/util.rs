@@ -52,6 +52,24 @@ pub fn nightcrow(home: &Path) -> std::process::Command {
     )
 }
 
+/// `nightcrow open dir` in the daemon of `home`, then `nightcrow status` until `done` holds
+/// for what it prints (a minute at most); returns that.
+#[track_caller]
+pub fn open_and_wait_for_status(home: &Path, dir: &Path, done: impl Fn(&str) -> bool) -> String {
+    let opened = nightcrow(home).arg("open").arg(dir).output().unwrap();
+    assert!(opened.status.success(), "{opened:?}");
+    let started = std::time::Instant::now();
+    loop {
+        let status = nightcrow(home).arg("status").output().unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        if done(&status) {
+            return status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// [`nightcrow`] allowed at most `open_files` file descriptors (soft and hard limit), through
 /// util-linux's `prlimit`.
 #[cfg(target_os = "linux")]

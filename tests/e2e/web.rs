@@ -19,7 +19,7 @@ use tungstenite::Message;
 use tungstenite::client::IntoClientRequest;
 
 use crate::tui::{PLAIN_SHELL, RECOVERY};
-use crate::util::nightcrow;
+use crate::util::{nightcrow, open_and_wait_for_status};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -559,22 +559,9 @@ fn a_late_browser_gets_the_asked_repository_and_its_exited_pane_as_it_was() {
         .prefix(".0-other")
         .tempdir()
         .unwrap();
-    let opened = nightcrow(web.home.path())
-        .arg("open")
-        .arg(other.path())
-        .output()
-        .unwrap();
-    assert!(opened.status.success(), "{opened:?}");
-    let started = std::time::Instant::now();
-    loop {
-        let status = nightcrow(web.home.path()).arg("status").output().unwrap();
-        let status = String::from_utf8_lossy(&status.stdout).into_owned();
-        if status.matches("hold on pane 1: waiting_for_reset").count() == 2 {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "{status}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    open_and_wait_for_status(web.home.path(), other.path(), |status| {
+        status.matches("hold on pane 1: waiting_for_reset").count() == 2
+    });
 
     // The login keeps the repository asked for.
     let mut browser = Browser::start(1100, 700);

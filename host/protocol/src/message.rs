@@ -37,12 +37,18 @@ pub enum Event {
         token: Token,
         generation: Generation,
     },
-    /// The slot is going: drop all state for the token.
+    /// The pane is no longer this plugin's: closed, its hold ended (cancel, expiry, reload),
+    /// or a bare shell that cannot be relaunched has exited. Drop all state for the token;
+    /// the pane may stay on clients' screens, exited, but the guard refuses anything more
+    /// the plugin says about it.
     PaneClosed {
         token: Token,
         generation: Generation,
     },
-    /// A person typed into the pane; treat it as cancellation.
+    /// A person typed into the pane (the host clears the pane's budgets with it). It is a
+    /// fact, not an order: dismissing a popup with Esc must not lose an overnight
+    /// recovery. The bundled plugin uses it only to tell a stop the person made from one
+    /// the provider made; it never ends an episode by itself.
     UserInput {
         token: Token,
         generation: Generation,

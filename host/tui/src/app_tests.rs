@@ -77,10 +77,9 @@ fn keys_go_to_the_pane_in_view_except_the_leader() {
         ]
     );
     assert_eq!(app.mode, Mode::Normal);
-    assert_eq!(
-        app.on_input(b"\x06r"),
-        [ClientRequest::CancelRecovery { pane: 7 }]
-    );
+    // Nothing is held on a running pane: `r` says so and sends nothing.
+    assert_eq!(app.on_input(b"\x06r"), []);
+    assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.on_input(b"\x06x"), []);
     assert_eq!(app.mode, Mode::ConfirmClose(7));
     assert_eq!(app.on_input(b"n"), [], "anything but y keeps the pane");

@@ -340,7 +340,8 @@ async function start() {
   try {
     const answer = await fetch("/api/repos", { cache: "no-store" });
     if (answer.status === 401) {
-      location.href = "/login";
+      // The login brings the person back to the repository this page asked for.
+      location.href = "/login" + location.search;
       return;
     }
     repos = await answer.json();
