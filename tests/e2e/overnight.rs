@@ -79,17 +79,15 @@ impl Codex {
     fn hit_the_limit(&self) -> (String, i64) {
         self.tui.type_line("fix the failing test");
         self.tui.wait_for_text("esc back");
-        let waiting = self.tui.wait_for("the wait's marker", |screen| {
+        // The plugin says `limit_detected` first; the wait follows once the reset is known.
+        self.tui.wait_for("the wait's marker and chip", |screen| {
             screen.starts_with(" 1:agent⏳")
+                && screen
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .contains("waiting_for_reset · until ")
         });
-        assert!(
-            waiting
-                .lines()
-                .last()
-                .unwrap()
-                .contains("waiting_for_reset · until "),
-            "{waiting}"
-        );
         self.session()
     }
 
@@ -335,18 +333,14 @@ fn a_client_attaching_after_the_exit_sees_the_last_screen_the_name_and_the_wait(
         .arg(format!("{} attach", env!("CARGO_BIN_EXE_nightcrow")))
         .status()
         .unwrap();
-    let late = tui.wait_for("the late client's tab", |screen| {
+    // What it is sent arrives in parts; the screen is judged once all of it is drawn.
+    tui.wait_for("the late client's tab, screen and chip", |screen| {
         screen.starts_with(" 1:agent⏳")
+            && Tui::pane_text(screen).contains("You've hit your usage limit")
+            && screen
+                .lines()
+                .last()
+                .unwrap()
+                .contains("exited with code 1 · waiting_for_reset · until ")
     });
-    assert!(
-        Tui::pane_text(&late).contains("You've hit your usage limit"),
-        "{late}"
-    );
-    assert!(
-        late.lines()
-            .last()
-            .unwrap()
-            .contains("exited with code 1 · waiting_for_reset · until "),
-        "{late}"
-    );
 }

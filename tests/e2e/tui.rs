@@ -638,11 +638,11 @@ fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_in_the_same_tab() {
     let Some(tui) = Tui::run("", "demo", 100, 30) else {
         return;
     };
-    let waiting = tui.wait_for("the countdown marker", |screen| {
+    tui.wait_for("the countdown marker beside the limit", |screen| {
         screen.starts_with(" 1:codex⏳")
+            && screen.contains("You've hit your usage limit")
+            && screen.contains("waiting_for_reset · until ")
     });
-    assert!(waiting.contains("You've hit your usage limit"), "{waiting}");
-    tui.wait_for_text("waiting_for_reset · until ");
     // The stand-in's limit resets in 10 s, and the plugin waits 30 s more.
     let relaunched = tui.wait_within(Duration::from_secs(120), "the relaunched tab", |screen| {
         screen.contains("carrying on")

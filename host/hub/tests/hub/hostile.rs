@@ -8,7 +8,7 @@ use nightcrow_hub::{Frame, Hub};
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_test_plugin_artifacts as guests;
 
-use crate::util::{TestHub, plugin, runtime, startup, within};
+use crate::util::{TestHub, plugin, runtime, startup, within, within_longer};
 
 /// The stream waits for a line of input, so that it starts once the client is attached
 /// (before that, output is kept only as far as the scrollback reaches).
@@ -22,23 +22,29 @@ async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64, pace: Optio
     let end = format!("\n{last}\r\n");
     let mut output: Vec<u8> = Vec::new();
     let started = tokio::time::Instant::now();
-    within(&format!("seq 1 {last} from pane {pane}"), async {
-        while !output.ends_with(end.as_bytes()) {
-            let frame = hub.client.client.recv().await;
-            let frame =
-                frame.unwrap_or_else(|| panic!("disconnected after {} bytes", output.len()));
-            if let Frame::Output { pane: from, bytes } = frame
-                && from == pane.get()
-            {
-                output.extend_from_slice(&bytes);
-                if let Some(pace) = pace {
-                    // Paced on the total, not per frame: a timer rounds each short sleep up.
-                    let due = Duration::from_micros(output.len() as u64 * 1_000_000 / pace);
-                    tokio::time::sleep_until(started + due).await;
+    // Below ten million a line is at most 9 bytes: 7 digits and `\r\n`.
+    let paced_for = pace.map_or(Duration::ZERO, |pace| Duration::from_secs(last * 9 / pace));
+    within_longer(
+        paced_for,
+        &format!("seq 1 {last} from pane {pane}"),
+        async {
+            while !output.ends_with(end.as_bytes()) {
+                let frame = hub.client.client.recv().await;
+                let frame =
+                    frame.unwrap_or_else(|| panic!("disconnected after {} bytes", output.len()));
+                if let Frame::Output { pane: from, bytes } = frame
+                    && from == pane.get()
+                {
+                    output.extend_from_slice(&bytes);
+                    if let Some(pace) = pace {
+                        // Paced on the total, not per frame: a timer rounds each short sleep up.
+                        let due = Duration::from_micros(output.len() as u64 * 1_000_000 / pace);
+                        tokio::time::sleep_until(started + due).await;
+                    }
                 }
             }
-        }
-    })
+        },
+    )
     .await;
     let text = std::str::from_utf8(&output).expect("seq prints ASCII");
     // The echo of the line that started the stream comes first.

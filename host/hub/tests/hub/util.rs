@@ -24,10 +24,21 @@ pub const IDLE: Duration = Duration::from_millis(200);
 
 #[track_caller]
 pub fn within<F: Future>(what: &str, future: F) -> impl Future<Output = F::Output> {
+    within_longer(Duration::ZERO, what, future)
+}
+
+/// [`within`] for a step that takes `expected` by design (a client paced on purpose): the
+/// hang detector starts counting after it.
+#[track_caller]
+pub fn within_longer<F: Future>(
+    expected: Duration,
+    what: &str,
+    future: F,
+) -> impl Future<Output = F::Output> {
     let caller = std::panic::Location::caller();
     let what = what.to_owned();
     async move {
-        match tokio::time::timeout(STEP, future).await {
+        match tokio::time::timeout(expected + STEP, future).await {
             Ok(output) => output,
             Err(_) => panic!("{caller}: timed out waiting for {what}\n{}", logs_dump()),
         }
