@@ -1,5 +1,5 @@
 //! The daemon and the commands that talk to it: `nightcrow` (foreground), `nightcrow -d`
-//! (background), `stop`, `status`, `open DIR`, `reload`.
+//! (background), `stop`, `restart`, `status`, `open DIR`, `reload`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -147,18 +147,44 @@ fn unexpected(answer: &DaemonAnswer) -> Failure {
 
 pub fn stop(home: &Home) -> Result<(), Failure> {
     ask(home, &DaemonRequest::Stop)?;
-    let tokio = tokio()?;
+    // Gone once it let go of the home: its panes are ended and its journal written.
     let started = std::time::Instant::now();
-    while tokio.block_on(Connection::open(home)).is_ok() {
+    while Claim::is_held(home) {
         if started.elapsed() > PATIENCE {
             return Err(Failure::Other(
-                "the daemon is still answering; see its log".to_owned(),
+                "the daemon is still stopping; see its log".to_owned(),
             ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     println!("nightcrow daemon stopped");
     Ok(())
+}
+
+/// `stop` (if a daemon runs), then `-d`: the new daemon takes every repository back from
+/// the state journal. Says what came back.
+pub fn restart(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<(), Failure> {
+    if Claim::is_held(home) {
+        stop(home)?;
+    }
+    background(home, config, json_logs)?;
+    let answer = ask(home, &DaemonRequest::Status)?;
+    let DaemonAnswer::Status(status) = answer else {
+        return Err(unexpected(&answer));
+    };
+    let panes: usize = status.repos.iter().map(|repo| repo.panes.len()).sum();
+    let holds: usize = status.repos.iter().map(|repo| repo.holds.len()).sum();
+    println!(
+        "back: {} {}, {panes} {}, {holds} held for a relaunch",
+        status.repos.len(),
+        plural(status.repos.len(), "repository", "repositories"),
+        plural(panes, "pane", "panes"),
+    );
+    Ok(())
+}
+
+fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
 }
 
 pub fn open(home: &Home, dir: &Path) -> Result<(), Failure> {

@@ -86,8 +86,14 @@ enum Action {
     /// Re-read the config and apply it to every open repository (a file with errors changes
     /// nothing); prints what started, stopped, restarted and was retired.
     Reload,
-    /// Stop the running daemon (plugins first, then panes).
+    /// Stop the running daemon (plugins first, then panes). Its state journal keeps every
+    /// pane's screen and relaunch hold: the next daemon shows them again.
     Stop,
+    /// Stop the running daemon and start it again in the background: every repository comes
+    /// back with its panes shown exited, their last screens and their recovery, which the
+    /// plugins take up again (a Codex session waiting for its reset is resumed at the reset).
+    /// After installing a new nightcrow, this is how the daemon becomes the new version.
+    Restart,
     /// Install, list, remove, check, run, test or start writing plugins.
     #[command(subcommand)]
     Plugin(plugin::PluginAction),
@@ -169,6 +175,13 @@ fn main() -> ExitCode {
         Some(Action::Status) => home().and_then(|home| daemon::status(&home)),
         Some(Action::Reload) => home().and_then(|home| daemon::reload(&home)),
         Some(Action::Stop) => home().and_then(|home| daemon::stop(&home)),
+        Some(Action::Restart) => home().and_then(|home| {
+            // The new daemon must be able to start before the old one is stopped.
+            load_config(cli.config.as_deref())?;
+            let config = cli.config.as_deref().map(std::path::absolute).transpose();
+            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
+            daemon::restart(&home, config.as_deref(), cli.log_format == LogFormat::Json)
+        }),
         None if cli.detach => home().and_then(|home| {
             // The child reads the file itself; checking it here gives the error at once.
             load_config(cli.config.as_deref())?;

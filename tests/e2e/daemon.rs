@@ -20,21 +20,21 @@ use crate::util::nightcrow;
 const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A daemon in the foreground of a child process. Its log is printed if a test fails.
-struct TestDaemon {
+pub(crate) struct TestDaemon {
     home: tempfile::TempDir,
     child: Option<Child>,
     log: PathBuf,
 }
 
 impl TestDaemon {
-    fn start(config: &str) -> TestDaemon {
+    pub(crate) fn start(config: &str) -> TestDaemon {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(home.path().join("config.toml"), config).unwrap();
         TestDaemon::start_in(home)
     }
 
     /// A daemon for a home the test has prepared.
-    fn start_in(home: tempfile::TempDir) -> TestDaemon {
+    pub(crate) fn start_in(home: tempfile::TempDir) -> TestDaemon {
         let mut daemon = TestDaemon {
             log: home.path().join("test-daemon.log"),
             home,
@@ -44,7 +44,7 @@ impl TestDaemon {
         daemon
     }
 
-    fn spawn(&mut self) {
+    pub(crate) fn spawn(&mut self) {
         let log = std::fs::File::create(&self.log).unwrap();
         let child = nightcrow(self.home.path())
             .stdin(Stdio::null())
@@ -58,15 +58,15 @@ impl TestDaemon {
         });
     }
 
-    fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         self.home.path()
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         nightcrow(self.home()).args(args).output().unwrap()
     }
 
-    fn ask(&self, request: &DaemonRequest) -> Result<DaemonAnswer, String> {
+    pub(crate) fn ask(&self, request: &DaemonRequest) -> Result<DaemonAnswer, String> {
         let home = Home::new(self.home().to_owned());
         tokio_runtime().block_on(async {
             let mut connection = Connection::open(&home).await.map_err(|e| e.to_string())?;
@@ -75,19 +75,19 @@ impl TestDaemon {
     }
 
     /// A temp repository opened with `nightcrow open` (kept while the guard lives).
-    fn open_repo(&self) -> tempfile::TempDir {
+    pub(crate) fn open_repo(&self) -> tempfile::TempDir {
         let repo = tempfile::tempdir().unwrap();
         let opened = self.run(&["open", repo.path().to_str().unwrap()]);
         assert!(opened.status.success(), "{opened:?}");
         repo
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
 
     /// Waits for the daemon process to end by itself.
-    fn wait(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().unwrap();
         let mut status = None;
         wait_until("the daemon did not end", || {
@@ -114,7 +114,7 @@ impl Drop for TestDaemon {
 }
 
 /// Polls `done` until it holds; `what` says what never happened if it does not.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(started.elapsed() < PATIENCE, "{what}");
@@ -122,7 +122,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn tokio_runtime() -> tokio::runtime::Runtime {
+pub(crate) fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -258,14 +258,14 @@ fn kill_9_leaves_no_pane_or_plugin_behind_and_the_next_daemon_replaces_the_stale
     assert!(daemon.wait().success());
 }
 
-async fn attach(connection: &mut Connection, repo: &Path) {
+pub(crate) async fn attach(connection: &mut Connection, repo: &Path) {
     let request = json!({"type": "attach", "repo": repo});
     connection.send(&request.to_string()).await.unwrap();
 }
 
 /// Reads frames until a control message satisfies `want`; output frames of the pane are
 /// collected into `output` on the way.
-async fn until(
+pub(crate) async fn until(
     connection: &mut Connection,
     output: &mut String,
     want: impl Fn(&Value, &str) -> bool,

@@ -18,6 +18,10 @@
 //!   dying with its host after `kill -9`.
 //! - [`registry`]: `plugin install|list|remove`, and an installed file refused once it
 //!   no longer has its recorded hash.
+//! - [`restart`]: the daemon going away and coming back: `kill -9` at the limit and the
+//!   session resumed at the reset in a TUI that stayed attached, `nightcrow restart`,
+//!   `kill -9` in a loop never tearing the state journal, untrusted journals dropped piece by
+//!   piece.
 //! - [`wasip1`]: core modules through wasmtime's preview-1 support, and their import audit.
 //! - [`recovery`]: the bundled recovery plugin against real Codex rollouts and a replaying
 //!   OpenCode server, every scenario natively and as a wasm component in the real runtime,
@@ -46,6 +50,7 @@ mod overnight;
 mod plugin_cli;
 mod recovery;
 mod registry;
+mod restart;
 mod tui;
 mod util;
 mod wasip1;

@@ -18,7 +18,7 @@ const STAND_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo/codex
 /// Seconds from the limit to its reset: negative, so the reset + 30 s call-back is 20 s away.
 const RESET_IN: i64 = -10;
 /// Long enough for the 20 s wait and a relaunch on a busy machine.
-const WAIT_PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const WAIT_PATIENCE: Duration = Duration::from_secs(60);
 
 /// `attach` in a repository whose startup pane runs `command`.
 fn attach_watching(command: &str, codex_home: &Path, connect: Option<u16>) -> Option<Tui> {
@@ -57,13 +57,13 @@ plugin = "nightcrow-recovery"
 }
 
 /// A Codex pane as people start one: the environment first, then the program by its path.
-struct Codex {
-    tui: Tui,
+pub(crate) struct Codex {
+    pub(crate) tui: Tui,
     home: tempfile::TempDir,
 }
 
 impl Codex {
-    fn attach() -> Option<Codex> {
+    pub(crate) fn attach() -> Option<Codex> {
         let home = tempfile::tempdir().unwrap();
         let command = format!(
             "CODEX_HOME='{}' RESET_IN={RESET_IN} '{STAND_IN}'",
@@ -76,7 +76,7 @@ impl Codex {
 
     /// Types the first prompt, which hits the limit; returns the session id once the plugin
     /// shows its wait, and when that wait ends (the reset + 30 s, unix seconds).
-    fn hit_the_limit(&self) -> (String, i64) {
+    pub(crate) fn hit_the_limit(&self) -> (String, i64) {
         self.tui.type_line("fix the failing test");
         self.tui.wait_for_text("esc back");
         // The plugin says `limit_detected` first; the wait follows once the reset is known.
@@ -137,7 +137,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     found
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

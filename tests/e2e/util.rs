@@ -132,6 +132,7 @@ pub fn pane_opened(n: u8, generation: u32) -> Event {
         title: Some("codex".to_owned()),
         command: Some("codex".to_owned()),
         cwd: "/repo".to_owned(),
+        opened_ms: None,
     }
 }
 

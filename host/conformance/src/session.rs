@@ -122,6 +122,7 @@ impl Session {
             title: Some(format!("pane {n}")),
             command: Some("codex".to_owned()),
             cwd: "/home/someone/repo".to_owned(),
+            opened_ms: None,
         });
         self.open.push((token.clone(), 1));
         token
@@ -261,6 +262,7 @@ impl Session {
                 title: Some("pane 1".to_owned()),
                 command: Some("codex".to_owned()),
                 cwd: "/home/someone/repo".to_owned(),
+                opened_ms: None,
             },
             Event::PaneOutput {
                 token: t.clone(),

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use crate::Home;
 use crate::frame::{FrameError, WireFrame, read_frame, write_frame};
 use crate::message::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
-use crate::transport::{self, ClientStream};
+use crate::transport::{self, Claim, ClientStream};
 
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -188,9 +188,13 @@ impl Connection {
     }
 }
 
-/// A few tries at attaching again (the daemon may be busy); `None` once it is gone.
+/// Tries at attaching again: while a daemon holds the home (busy, or stopping for a
+/// restart) and for [`RESTART_GRACE`] after none does (a restarted one coming up), at most
+/// [`REATTACH_PATIENCE`] in all; `None` once it is gone.
 async fn reattach(home: &Home, repo: &Path) -> Option<(Connection, HubMessage)> {
-    for _ in 0..5 {
+    let started = std::time::Instant::now();
+    let mut unheld_since = None;
+    while started.elapsed() < REATTACH_PATIENCE {
         if let Ok(mut connection) = Connection::open(home).await {
             match connection.start_attachment(repo).await {
                 Ok(hello) => return Some((connection, hello)),
@@ -198,10 +202,24 @@ async fn reattach(home: &Home, repo: &Path) -> Option<(Connection, HubMessage)> 
                 Err(_) => {}
             }
         }
+        if Claim::is_held(home) {
+            unheld_since = None;
+        } else if unheld_since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed()
+            > RESTART_GRACE
+        {
+            return None;
+        }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     None
 }
+
+/// How long an attached client waits for a daemon to come back once none holds the home.
+const RESTART_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long it tries at all.
+const REATTACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A frame of the wire as the hub's stream item; `None` for one this client cannot read
 /// (logged: a newer daemon may know more messages).

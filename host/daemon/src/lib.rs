@@ -2,7 +2,8 @@
 //! the installed-plugin registry ([`registry`]), the config-to-hub mapping ([`mapping`]),
 //! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the typed
 //! requests and answers spoken over it ([`message`]), the server that owns the hubs
-//! ([`server`]) and the CLI's side of a connection ([`client`]); its file-descriptor budget
+//! ([`server`]), the state journal a restart takes the hubs back from ([`journal`]) and the
+//! CLI's side of a connection ([`client`]); its file-descriptor budget
 //! ([`fdlimit`]) and its rotating log file ([`logfile`]).
 //!
 //! It refuses to trust a file it did not install: an installed plugin runs only while its
@@ -12,6 +13,7 @@
 pub mod client;
 pub mod fdlimit;
 pub mod frame;
+pub mod journal;
 pub mod logfile;
 pub mod mapping;
 pub mod message;
@@ -61,6 +63,11 @@ impl Home {
         registry::Registry::new(self.root.join("plugins"))
     }
 
+    /// The state journal (`journal`): what a restarted daemon takes back.
+    pub fn journal(&self) -> PathBuf {
+        self.root.join("state.json")
+    }
+
     /// Where `-d` writes the daemon's log.
     pub fn log(&self) -> PathBuf {
         self.root.join("daemon.log")
@@ -108,5 +115,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::io::Write::write_all(&mut temp, bytes)?;
     temp.as_file().sync_all()?;
     temp.persist(path).map_err(|error| error.error)?;
+    // The rename is durable only once the folder's entry is written too.
+    #[cfg(unix)]
+    std::fs::File::open(folder)?.sync_all()?;
     Ok(())
 }

@@ -9,24 +9,33 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use nightcrow_config::Config;
-use nightcrow_hub::{Frame, Hub, HubHandle};
+use nightcrow_hub::{Frame, Hub, HubHandle, HubSnapshot, PaneSnapshot};
 use nightcrow_plugin_host::PluginRuntime;
 use nightcrow_web::accept::AcceptBackoff;
 use nightcrow_web::{Hubs, WebServer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Mutex, Notify, mpsc};
+use tokio::sync::{Mutex, Notify, mpsc, watch};
 
 use crate::Home;
 use crate::fdlimit::web_connection_cap;
 use crate::frame::{WireFrame, read_frame, write_frame, write_output};
+use crate::journal::Journal;
 use crate::mapping::hub_config;
 use crate::message::{
     DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, RepoReload, RepoStatus, StatusAnswer,
 };
 use crate::transport::Claim;
+
+/// How long the journal's writer lets changes gather before it writes them: a burst (a
+/// reload, panes opening together) becomes one write.
+const JOURNAL_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long opening a repository waits for the journal to have it.
+const JOURNAL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How the config is (re)read: from which file, with which home for `~`.
 #[derive(Debug, Clone)]
@@ -57,6 +66,15 @@ pub struct Daemon {
     stop: Notify,
     /// The open-files limit after raising it at start; the web client's cap follows it.
     open_files: Option<u64>,
+    journal: Arc<Journal>,
+    /// A hub was opened: the journal follows it from now on.
+    hubs_changed: Notify,
+    /// The journal's writer is to write no more (the daemon is stopping).
+    journal_stop: Notify,
+    /// Writes asked for (counted up) and the last one the writer finished: a write
+    /// includes every hub open when it was asked for.
+    journal_wanted: AtomicU64,
+    journal_written: watch::Sender<u64>,
 }
 
 struct State {
@@ -72,6 +90,7 @@ impl Daemon {
         config: Config,
         runtime: PluginRuntime,
     ) -> Arc<Daemon> {
+        let home_for_journal = home.clone();
         Arc::new(Daemon {
             home,
             source,
@@ -83,6 +102,11 @@ impl Daemon {
             }),
             stop: Notify::new(),
             open_files: crate::fdlimit::raise_open_files_limit(),
+            journal: Arc::new(Journal::new(&home_for_journal)),
+            hubs_changed: Notify::new(),
+            journal_stop: Notify::new(),
+            journal_wanted: AtomicU64::new(0),
+            journal_written: watch::Sender::new(0),
         })
     }
 
@@ -93,6 +117,9 @@ impl Daemon {
         mut claim: Claim,
         interrupted: impl std::future::Future<Output = ()>,
     ) {
+        // What a previous daemon had open comes back before any client is served.
+        self.reopen_from_journal().await;
+        let journal = tokio::spawn(Arc::clone(&self).keep_journal());
         tracing::info!(home = %self.home.root().display(), "daemon listening");
         if self.state.lock().await.config.web.enabled
             && let Err(error) = self.start_web(None).await
@@ -115,20 +142,140 @@ impl Daemon {
             }
         }
         tracing::info!("daemon stopping");
-        let hubs: Vec<HubHandle> = {
+        let hubs: Vec<(PathBuf, HubHandle)> = {
             let mut state = self.state.lock().await;
             state.web = None;
-            state.hubs.values().cloned().collect()
+            state
+                .hubs
+                .iter()
+                .map(|(root, hub)| (root.clone(), hub.clone()))
+                .collect()
         };
-        for hub in hubs {
+        // The last word of the journal, screens to the last byte, before anything is ended:
+        // the next daemon takes every pane back as it is now (a stop is a restart's first half).
+        self.journal_stop.notify_one();
+        let _ = journal.await;
+        let mut last = Vec::new();
+        for (root, hub) in &hubs {
+            if let Ok(snapshot) = hub.snapshot().await {
+                last.push((root.clone(), Arc::new(snapshot)));
+            }
+        }
+        self.write_journal(last).await;
+        for (_, hub) in hubs {
             hub.shutdown().await;
         }
         drop(claim);
         tracing::info!("daemon stopped");
     }
 
-    /// The hub of `dir` (canonicalised), started if it is not open yet.
+    /// The hub of `dir` (canonicalised), started if it is not open yet; a new one is in the
+    /// journal before this returns, so a daemon killed right after still reopens it.
     pub async fn open(&self, dir: &Path) -> Result<(PathBuf, HubHandle), String> {
+        let (root, hub, new) = self.open_with(dir, Vec::new()).await?;
+        if new {
+            self.journal_written_now().await;
+        }
+        Ok((root, hub))
+    }
+
+    /// Waits until the journal's writer has written everything open now (a few seconds at
+    /// most: a stuck disk must not hang a client).
+    async fn journal_written_now(&self) {
+        let wanted = self.journal_wanted.fetch_add(1, Ordering::SeqCst) + 1;
+        self.hubs_changed.notify_one();
+        let mut written = self.journal_written.subscribe();
+        let _ = tokio::time::timeout(
+            JOURNAL_PATIENCE,
+            written.wait_for(|written| *written >= wanted),
+        )
+        .await;
+    }
+
+    /// Reopens the repositories the journal names, each with the panes it can be trusted
+    /// with (docs/USER-GUIDE.md, "When the daemon goes away").
+    async fn reopen_from_journal(&self) {
+        let journal = Arc::clone(&self.journal);
+        let repos = tokio::task::spawn_blocking(move || journal.load())
+            .await
+            .unwrap_or_default();
+        for repo in repos {
+            let panes = repo.panes.len();
+            match self.open_with(&repo.root, repo.panes).await {
+                Ok((root, _, _)) => {
+                    tracing::info!(repo = %root.display(), panes, "reopened from the state journal");
+                }
+                Err(message) => {
+                    tracing::warn!("state journal: repository not reopened: {message}");
+                }
+            }
+        }
+    }
+
+    /// Writes the journal whenever a hub publishes a change (at most every
+    /// [`JOURNAL_COALESCE`], so a burst of changes is one write), until told to stop.
+    async fn keep_journal(self: Arc<Daemon>) {
+        let mut followed: BTreeMap<PathBuf, watch::Receiver<Arc<HubSnapshot>>> = BTreeMap::new();
+        loop {
+            // What is asked for before the hubs are read is in this write.
+            let wanted = self.journal_wanted.load(Ordering::SeqCst);
+            for (root, hub) in &self.state.lock().await.hubs {
+                followed
+                    .entry(root.clone())
+                    .or_insert_with(|| hub.snapshots());
+            }
+            let repos = followed
+                .iter_mut()
+                .map(|(root, snapshots)| (root.clone(), snapshots.borrow_and_update().clone()))
+                .collect();
+            self.write_journal(repos).await;
+            self.journal_written.send_replace(wanted);
+            let changes: Vec<_> = followed
+                .values_mut()
+                .filter(|snapshots| snapshots.has_changed().is_ok())
+                .map(|snapshots| Box::pin(snapshots.changed()))
+                .collect();
+            let any_change = async {
+                if changes.is_empty() {
+                    std::future::pending::<()>().await;
+                }
+                let _ = futures::future::select_all(changes).await;
+            };
+            tokio::select! {
+                () = any_change => {}
+                // A new hub is written at once: a client waits for it.
+                () = self.hubs_changed.notified() => continue,
+                () = self.journal_stop.notified() => return,
+            }
+            tokio::select! {
+                () = tokio::time::sleep(JOURNAL_COALESCE) => {}
+                () = self.hubs_changed.notified() => {}
+                () = self.journal_stop.notified() => return,
+            }
+        }
+    }
+
+    async fn write_journal(&self, repos: Vec<(PathBuf, Arc<HubSnapshot>)>) {
+        let journal = Arc::clone(&self.journal);
+        let written = tokio::task::spawn_blocking(move || journal.write(&repos)).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(
+                path = %self.journal.path().display(),
+                %error,
+                "state journal not written; a restart would lose what changed since"
+            ),
+            Err(error) => tracing::warn!(%error, "state journal writer failed"),
+        }
+    }
+
+    /// The hub of `dir`, started with `restored` if it is not open yet; `true` when it was
+    /// started now.
+    async fn open_with(
+        &self,
+        dir: &Path,
+        restored: Vec<PaneSnapshot>,
+    ) -> Result<(PathBuf, HubHandle, bool), String> {
         let root = dir
             .canonicalize()
             .map_err(|error| format!("{}: {error}", dir.display()))?;
@@ -137,17 +284,19 @@ impl Daemon {
         }
         let mut state = self.state.lock().await;
         if let Some(hub) = state.hubs.get(&root) {
-            return Ok((root, hub.clone()));
+            return Ok((root, hub.clone(), false));
         }
         let (config, unusable) = hub_config(&state.config, &self.home, &root);
         for problem in unusable {
             tracing::warn!(%problem, "its panes run unwatched");
         }
         crate::mapping::precompile(&self.runtime, &config).await;
-        let hub = Hub::spawn(config, self.runtime.clone()).map_err(|error| error.to_string())?;
+        let hub = Hub::spawn_restored(config, self.runtime.clone(), restored)
+            .map_err(|error| error.to_string())?;
         tracing::info!(repo = %root.display(), "hub opened");
         state.hubs.insert(root.clone(), hub.clone());
-        Ok((root, hub))
+        self.hubs_changed.notify_one();
+        Ok((root, hub, true))
     }
 
     /// Starts the web client unless it runs; returns its page's address (showing `repo`).

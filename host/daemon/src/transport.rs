@@ -76,6 +76,16 @@ impl Claim {
         })
     }
 
+    /// Whether a daemon holds `home` now (its lock is taken): a daemon that is stopping
+    /// holds it until its panes are ended and its journal is written.
+    pub fn is_held(home: &Home) -> bool {
+        let lock_path = home.root().join("daemon.lock");
+        let Ok(lock) = File::open(&lock_path) else {
+            return false;
+        };
+        matches!(lock.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+    }
+
     pub fn listener(&mut self) -> &mut Listener {
         &mut self.listener
     }

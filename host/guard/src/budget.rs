@@ -7,6 +7,14 @@ use nightcrow_protocol::Token;
 
 use crate::{BudgetKind, GuardLimits, Refused};
 
+/// A token's charges as ages at some moment, oldest first: what a daemon journals so that a
+/// restart loop cannot multiply approvals (a restarted daemon restores them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BudgetCharges {
+    pub sends: Vec<Duration>,
+    pub relaunches: Vec<Duration>,
+}
+
 /// Approvals charged per token within the sliding window (SPEC §3.2).
 ///
 /// Memory stays bounded: a deque never holds more than its limit (a charge is only added
@@ -93,6 +101,56 @@ impl Budgets {
             .or_default()
             .of(kind)
             .push_back(now);
+    }
+
+    /// The ages at `now` of the token's charges still in the window, oldest first.
+    pub(crate) fn ages(&self, token: &Token, now: Instant, limits: &GuardLimits) -> BudgetCharges {
+        let window = limits.window();
+        let ages = |charges: &VecDeque<Instant>| {
+            charges
+                .iter()
+                .map(|&at| now.saturating_duration_since(at))
+                .filter(|&age| age < window)
+                .collect()
+        };
+        self.by_token
+            .get(token)
+            .map(|charges| BudgetCharges {
+                sends: ages(&charges.sends),
+                relaunches: ages(&charges.relaunches),
+            })
+            .unwrap_or_default()
+    }
+
+    /// Replaces the token's charges with `charges` (ages at `now`): those a window old are
+    /// dropped and at most the limit of each kind is kept, the newest, so the bound holds.
+    pub(crate) fn restore(
+        &mut self,
+        token: &Token,
+        charges: &BudgetCharges,
+        now: Instant,
+        limits: &GuardLimits,
+    ) {
+        let window = limits.window();
+        let mut restored = Charges::default();
+        for (kind, ages) in [
+            (BudgetKind::SendInput, &charges.sends),
+            (BudgetKind::Relaunch, &charges.relaunches),
+        ] {
+            let mut at: Vec<Instant> = ages
+                .iter()
+                .filter(|&&age| age < window)
+                .filter_map(|&age| now.checked_sub(age))
+                .collect();
+            at.sort();
+            let excess = at.len().saturating_sub(limit_of(kind, limits) as usize);
+            restored.of(kind).extend(&at[excess..]);
+        }
+        if restored.is_empty() {
+            self.by_token.remove(token);
+        } else {
+            self.by_token.insert(token.clone(), restored);
+        }
     }
 
     pub(crate) fn forget(&mut self, token: &Token) {

@@ -8,7 +8,7 @@ use crate::approved::{
     ApprovedAttention, ApprovedLog, ApprovedRelaunch, ApprovedSendInput, ApprovedStatus,
     ApprovedWatchPane, Target,
 };
-use crate::budget::Budgets;
+use crate::budget::{BudgetCharges, Budgets};
 use crate::text::{MAX_STATUS_DETAIL_CHARS, MAX_STATUS_STATE_CHARS, escape_controls, shown};
 use crate::{
     Approved, BudgetKind, GuardLimits, PaneFacts, PaneOwner, PaneState, PluginPolicy, Refused,
@@ -50,6 +50,17 @@ impl Guard {
     /// — never on a successful relaunch (SPEC §3.2).
     pub fn cancel(&mut self, token: &Token) {
         self.budgets.forget(token);
+    }
+
+    /// The token's charges still in the window, as ages at `now`, for the daemon's journal.
+    pub fn charges(&self, token: &Token, now: Instant) -> BudgetCharges {
+        self.budgets.ages(token, now, &self.limits)
+    }
+
+    /// Brings back charges a previous daemon journaled (ages at `now`), so that restarting
+    /// the daemon never refills a budget (SPEC §3.2).
+    pub fn restore_charges(&mut self, token: &Token, charges: &BudgetCharges, now: Instant) {
+        self.budgets.restore(token, charges, now, &self.limits);
     }
 
     /// How many tokens have charges remembered; for the hub's diagnostics.

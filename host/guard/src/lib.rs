@@ -85,6 +85,7 @@ pub use approved::{
     Approved, ApprovedAttention, ApprovedLog, ApprovedRelaunch, ApprovedSendInput, ApprovedStatus,
     ApprovedWatchPane, Target,
 };
+pub use budget::BudgetCharges;
 pub use connect::{ConnectRule, ConnectRuleError};
 pub use facts::{PaneFacts, PaneId, PaneOwner, PaneState, PluginPolicy};
 pub use guard::{Guard, IDLE_THRESHOLD, Verdict};

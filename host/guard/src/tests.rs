@@ -6,8 +6,8 @@ use nightcrow_protocol::{Command, Generation, LogLevel, Token};
 use proptest::prelude::*;
 
 use crate::{
-    Approved, BudgetKind, Guard, GuardLimits, PaneFacts, PaneId, PaneOwner, PaneState,
-    PluginPolicy, Refused, ResumeArgsError, Severity,
+    Approved, BudgetCharges, BudgetKind, Guard, GuardLimits, PaneFacts, PaneId, PaneOwner,
+    PaneState, PluginPolicy, Refused, ResumeArgsError, Severity,
 };
 
 const UUID: &str = "019c8bfe-ec25-79e0-97d7-bda6a9c575ff";
@@ -629,6 +629,53 @@ fn budget_survives_a_relaunch_of_the_slot() {
     let limited = rate_limited(BudgetKind::Relaunch, 3, Some(59_998));
     let command = generation(relaunch(&["resume", UUID]), 2);
     harness.check(2, command, Some(exited_again), Err(limited));
+}
+
+#[test]
+fn journaled_charges_carry_over_to_a_new_guard_and_stay_bounded() {
+    let mut before = Harness::new();
+    for ms in [0, 1_000] {
+        let command = relaunch(&["resume", UUID]);
+        before.check(ms, command, Some(exited()), Ok(RELAUNCHED));
+    }
+    // The daemon journals the charges at 5 s and dies; a new one starts 20 s later.
+    let charges = before.guard.charges(&token(1), before.at(5_000));
+    let ms = Duration::from_millis;
+    assert_eq!(charges.relaunches, [ms(5_000), ms(4_000)]);
+    assert!(charges.sends.is_empty());
+    let mut after = Harness::new();
+    let downtime = ms(20_000);
+    let aged = BudgetCharges {
+        sends: Vec::new(),
+        relaunches: charges
+            .relaunches
+            .iter()
+            .map(|age| *age + downtime)
+            .collect(),
+    };
+    after.guard.restore_charges(&token(1), &aged, after.at(0));
+    // One relaunch is left in the window, not three: the restart refilled nothing.
+    after.check(
+        0,
+        relaunch(&["resume", UUID]),
+        Some(exited()),
+        Ok(RELAUNCHED),
+    );
+    let limited = rate_limited(BudgetKind::Relaunch, 3, Some(35_000));
+    after.check(0, relaunch(&["resume", UUID]), Some(exited()), Err(limited));
+    // Charges a window old are dropped, and never more than the limit is kept.
+    let mut bounded = Harness::new();
+    let many = BudgetCharges {
+        sends: (0..50).map(|n| ms(n * 100)).collect(),
+        relaunches: vec![ms(60_000), ms(90_000)],
+    };
+    bounded
+        .guard
+        .restore_charges(&token(1), &many, bounded.at(100_000));
+    let kept = bounded.guard.charges(&token(1), bounded.at(100_000));
+    assert_eq!(kept.sends.len(), 5);
+    assert_eq!(kept.sends[4], Duration::ZERO);
+    assert!(kept.relaunches.is_empty());
 }
 
 #[test]

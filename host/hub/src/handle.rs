@@ -1,14 +1,16 @@
 //! The hub's outside: a cheap, cloneable handle whose every call is a message on the
 //! worker's bounded queue, and the attached clients' frame streams.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use nightcrow_guard::PaneId;
 use nightcrow_plugin_host::Health;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::client::{ClientRequest, Frame, RecoveryReport};
 use crate::config::HubConfig;
+use crate::snapshot::HubSnapshot;
 
 /// Requests waiting for the worker before callers wait in `send` (SPEC §6.1).
 pub const REQUEST_QUEUE: usize = 256;
@@ -52,6 +54,7 @@ pub(crate) enum Request {
         reply: ReplyTo,
     },
     Status(oneshot::Sender<HubStatus>),
+    Snapshot(oneshot::Sender<HubSnapshot>),
     Reload {
         config: Box<HubConfig>,
         reply: oneshot::Sender<ReloadReport>,
@@ -115,6 +118,7 @@ pub struct ReloadReport {
 #[derive(Debug, Clone)]
 pub struct HubHandle {
     pub(crate) requests: mpsc::Sender<Request>,
+    pub(crate) snapshots: watch::Receiver<Arc<HubSnapshot>>,
 }
 
 impl HubHandle {
@@ -194,6 +198,20 @@ impl HubHandle {
             Outcome::Opened(panes) => Ok(panes),
             Outcome::Done => Ok(Vec::new()),
         }
+    }
+
+    /// The hub's snapshots as it publishes them (see [`HubSnapshot`]): the daemon's journal
+    /// follows this.
+    pub fn snapshots(&self) -> watch::Receiver<Arc<HubSnapshot>> {
+        self.snapshots.clone()
+    }
+
+    /// A snapshot taken now, screens up to the last byte: for the journal's last write
+    /// before a deliberate stop.
+    pub async fn snapshot(&self) -> Result<HubSnapshot, HubError> {
+        let (reply, snapshot) = oneshot::channel();
+        self.send(Request::Snapshot(reply)).await?;
+        snapshot.await.map_err(|_| HubError::Gone)
     }
 
     pub async fn status(&self) -> Result<HubStatus, HubError> {

@@ -43,6 +43,7 @@ pub mod client;
 mod config;
 mod frames;
 mod handle;
+mod snapshot;
 mod worker;
 
 use nightcrow_plugin_host::PluginRuntime;
@@ -58,18 +59,36 @@ pub use handle::{
     Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
     REQUEST_QUEUE, ReloadReport,
 };
+pub use snapshot::{Charged, HubSnapshot, PaneExit, PaneSnapshot, SCREEN_EVERY};
 
 /// Starts hubs.
 pub struct Hub;
 
 impl Hub {
-    /// Creates the runtime dir and the pane table, then starts the worker task, which opens
-    /// the startup panes and starts the plugins that should run. Must be called inside a
+    /// Creates the runtime dir and the pane table, opens the startup panes, then starts the
+    /// worker task, which starts the plugins that should run. Must be called inside a
     /// tokio runtime. Fails only when the repository root or the runtime dir is unusable.
     pub fn spawn(config: HubConfig, runtime: PluginRuntime) -> Result<HubHandle, HubError> {
+        Hub::spawn_restored(config, runtime, Vec::new())
+    }
+
+    /// [`spawn`](Self::spawn), taking back the panes a previous daemon journaled (SPEC §6.2,
+    /// docs/hub.md "After a restart"): each is shown exited with its last screen, and held
+    /// for its plugin when the config still names one for its startup command. Startup
+    /// commands with a restored pane are not opened again.
+    pub fn spawn_restored(
+        config: HubConfig,
+        runtime: PluginRuntime,
+        restored: Vec<PaneSnapshot>,
+    ) -> Result<HubHandle, HubError> {
         let (requests, receiver) = mpsc::channel(REQUEST_QUEUE);
-        let worker = worker::Worker::new(config, runtime, requests.downgrade(), receiver)?;
+        let worker =
+            worker::Worker::new(config, runtime, requests.downgrade(), receiver, restored)?;
+        let snapshots = worker.snapshots();
         tokio::spawn(worker.run());
-        Ok(HubHandle { requests })
+        Ok(HubHandle {
+            requests,
+            snapshots,
+        })
     }
 }

@@ -47,6 +47,8 @@ pub enum PaneError {
     UnknownPane(PaneId),
     #[error("no pane slot has token {0}")]
     UnknownToken(nightcrow_protocol::Token),
+    #[error("a pane slot with this token exists already")]
+    DuplicateToken,
     #[error("pane {0} has no process to write to")]
     NoProcess(PaneId),
     #[error("pane {0} is not reading its input; its input queue is full")]

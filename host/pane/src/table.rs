@@ -179,6 +179,43 @@ impl PaneTable {
         Ok(id)
     }
 
+    /// Brings back a slot a previous daemon had (from its journal), as an exited pane with
+    /// no process: the same token and generation, its launch command, its size and the tail
+    /// of its screen. Only a relaunch the guard approves ever starts a process in it.
+    /// Refused for a token the table already has.
+    pub fn restore(
+        &mut self,
+        token: Token,
+        generation: Generation,
+        launch_command: Option<String>,
+        size: PaneSize,
+        screen: &[u8],
+    ) -> Result<PaneId, PaneError> {
+        if self.index_of_token(&token).is_some() {
+            return Err(PaneError::DuplicateToken);
+        }
+        let id = PaneId::new(self.next_id);
+        self.next_id += 1;
+        let mut scrollback = Scrollback::new(SCROLLBACK_BYTES);
+        scrollback.push(screen);
+        self.entries.push(Entry {
+            id,
+            slot: Slot {
+                token,
+                generation: generation.max(1),
+                launch_command,
+                last_output: Instant::now(),
+                alive: false,
+            },
+            idle_reported: false,
+            size,
+            process: None,
+            scrollback,
+            stripper: Stripper::new(),
+        });
+        Ok(id)
+    }
+
     /// Replaces the slot's process with the approved line (composed by the guard from the
     /// original command) under the same token, the next generation and a new [`PaneId`] at
     /// the old pane's position. Any old process is killed. On failure nothing changes.

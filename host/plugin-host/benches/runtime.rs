@@ -152,6 +152,7 @@ fn pane_opened() -> Event {
         title: None,
         command: Some("codex".to_owned()),
         cwd: "/tmp".to_owned(),
+        opened_ms: None,
     }
 }
 

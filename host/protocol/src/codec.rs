@@ -289,6 +289,7 @@ mod tests {
             title: Some("x".repeat(MAX_LINE_BYTES)),
             command: None,
             cwd: "/".to_owned(),
+            opened_ms: None,
         };
         assert!(matches!(
             encode_event(&event),

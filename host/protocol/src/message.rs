@@ -13,12 +13,17 @@ pub type Generation = u32;
 pub enum Event {
     /// The plugin is given a pane. `command` is the original configured startup command
     /// (never a composed relaunch line), `None` for a bare shell; `cwd` is the repository root.
+    /// `opened_ms` is when the slot first opened (unix milliseconds): a plugin that starts
+    /// later, or hears of the pane again after a daemon restart, learns how far back the
+    /// pane's own sessions go. Absent from hosts before it was added.
     PaneOpened {
         token: Token,
         generation: Generation,
         title: Option<String>,
         command: Option<String>,
         cwd: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        opened_ms: Option<i64>,
     },
     /// Pane output as plain text: lossy UTF-8 with escape sequences stripped.
     PaneOutput {

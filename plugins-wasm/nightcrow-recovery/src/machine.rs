@@ -57,6 +57,7 @@ pub mod detail {
     pub const AMBIGUOUS: &str = "several sessions match; resume by hand";
     pub const ATTEMPTS_USED_UP: &str = "resume attempts used up";
     pub const SESSION_UNKNOWN: &str = "session unknown; resume by hand";
+    pub const EXITED_UNSEEN: &str = "ended while unwatched (daemon restart)";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +157,10 @@ pub struct PaneMachine {
     reported: Report,
     /// When a person last typed into the pane (monotonic).
     typed_at: Option<Duration>,
+    /// The pane was heard from (output, idleness, keys) since this machine was given it.
+    heard_alive: bool,
+    /// Resume a session whose exit nobody saw (docs/recovery.md, "After a restart").
+    resume_unheard_exit: bool,
 }
 
 impl PaneMachine {
@@ -170,6 +175,8 @@ impl PaneMachine {
             backoff_step: 0,
             reset_known: false,
             typed_at: None,
+            heard_alive: false,
+            resume_unheard_exit: false,
             reported: Report {
                 state: state::IDLE,
                 detail: None,
@@ -179,8 +186,21 @@ impl PaneMachine {
         }
     }
 
+    /// Sets whether an exit nobody saw — the pane given to this machine and exited before it was
+    /// heard from, as after a daemon restart — resumes a session that was simply running.
+    pub fn resume_unheard_exits(&mut self, on: bool) {
+        self.resume_unheard_exit = on;
+    }
+
     pub fn generation(&self) -> Generation {
         self.generation
+    }
+
+    /// Output or idleness of the pane: it was seen running.
+    pub fn heard(&mut self, generation: Generation) {
+        if generation == self.generation {
+            self.heard_alive = true;
+        }
     }
 
     /// `pane_opened` for this token. A higher generation is either the relaunch the machine
@@ -241,6 +261,18 @@ impl PaneMachine {
             Phase::ProviderRetrying { until: None } => {
                 self.start_backoff(detail::NO_RETRY_TIME, now, out)
             }
+            // Given the pane and told of its exit before hearing from it (a daemon restart
+            // is an exit of every pane): the session was simply running; resume it.
+            Phase::Idle
+                if self.resume_unheard_exit
+                    && !self.heard_alive
+                    && self.adapter.resume_args().is_some() =>
+            {
+                // Nothing was at a limit: a confirmed resume leaves no attempt counted, as
+                // after a known reset.
+                self.reset_known = true;
+                self.relaunch_or_give_up(detail::EXITED_UNSEEN, now, out)
+            }
             Phase::Idle
             | Phase::Waiting { .. }
             | Phase::Resuming { .. }
@@ -256,6 +288,7 @@ impl PaneMachine {
     pub fn typed(&mut self, generation: Generation, now: Now) {
         if generation == self.generation {
             self.typed_at = Some(now.mono);
+            self.heard_alive = true;
         }
     }
 
@@ -762,6 +795,42 @@ mod tests {
         // Without an episode a normal turn says nothing.
         let mut rig = Rig::new();
         assert!(rig.observe(vec![Observation::Continued]).is_empty());
+    }
+
+    #[test]
+    fn an_exit_nobody_saw_resumes_a_session_that_was_simply_running() {
+        // A daemon restart: the pane is given to the plugin and exits before it is heard from.
+        let restarted = || {
+            let mut rig = Rig::new();
+            rig.machine.resume_unheard_exits(true);
+            rig
+        };
+        let mut rig = restarted();
+        assert_eq!(
+            rig.exit(),
+            [
+                "g1 ready_to_resume (ended while unwatched (daemon restart))",
+                "g1 resuming (resuming session) #1",
+                "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
+            ]
+        );
+        assert_eq!(rig.open(2).1, ["g2 idle (resumed)"]);
+        // Seen running first (output, idleness or keys), an exit is the person's: plain.
+        for seen in [0, 1] {
+            let mut rig = restarted();
+            if seen == 0 {
+                rig.machine.heard(1);
+            } else {
+                rig.typed();
+            }
+            assert!(rig.exit().is_empty(), "a plain exit");
+        }
+        // Without a known session there is nothing to resume; with the option off, nothing
+        // is resumed either.
+        let mut rig = restarted();
+        rig.script.borrow_mut().resume_args = None;
+        assert!(rig.exit().is_empty());
+        assert!(Rig::new().exit().is_empty());
     }
 
     #[test]

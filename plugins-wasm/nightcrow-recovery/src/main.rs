@@ -38,6 +38,8 @@ const MAX_IGNORED: usize = 256;
 
 struct Recovery {
     env: Env,
+    /// `RESUME_AFTER_RESTART` (default on): see [`PaneMachine::resume_unheard_exits`].
+    resume_after_restart: bool,
     panes: BTreeMap<Token, PaneMachine>,
     /// Tokens given to us that are not provider panes; events for them are expected.
     ignored: VecDeque<Token>,
@@ -48,8 +50,15 @@ struct Recovery {
 
 impl Recovery {
     fn new(env: Env) -> Recovery {
+        let resume_after_restart = !matches!(
+            env.get("RESUME_AFTER_RESTART")
+                .map(|value| value.trim().to_ascii_lowercase())
+                .as_deref(),
+            Some("false" | "0" | "no" | "off")
+        );
         Recovery {
             env,
+            resume_after_restart,
             panes: BTreeMap::new(),
             ignored: VecDeque::new(),
             watches: Vec::new(),
@@ -159,7 +168,10 @@ impl Plugin for Recovery {
         let facts = OpenedPane {
             command,
             cwd: pane.cwd,
-            opened: now,
+            opened: Now {
+                mono: now.mono,
+                wall_ms: pane.opened_ms.map_or(now.wall_ms, |ms| ms.min(now.wall_ms)),
+            },
         };
         let mut sink = Sink::default();
         if let Some(machine) = self.panes.get_mut(&pane.token) {
@@ -182,10 +194,9 @@ impl Plugin for Recovery {
                 });
             }
         } else if let Some(adapter) = build_adapter(kind, &facts, &self.env, &mut sink) {
-            self.panes.insert(
-                pane.token.clone(),
-                PaneMachine::new(pane.token.clone(), pane.generation, adapter),
-            );
+            let mut machine = PaneMachine::new(pane.token.clone(), pane.generation, adapter);
+            machine.resume_unheard_exits(self.resume_after_restart);
+            self.panes.insert(pane.token.clone(), machine);
         } else {
             self.ignore(pane.token);
         }
@@ -217,13 +228,20 @@ impl Plugin for Recovery {
         send_all(ctx, out);
     }
 
-    fn pane_output(&mut self, ctx: &mut Context<'_>, token: Token, _: Generation, _: String) {
-        // Output text is never interpreted (SPEC §9: never parse human text).
-        self.with_pane(ctx, token, |_, _, _| {});
+    fn pane_output(
+        &mut self,
+        ctx: &mut Context<'_>,
+        token: Token,
+        generation: Generation,
+        _: String,
+    ) {
+        // Output text is never interpreted (SPEC §9: never parse human text); it only says
+        // the pane was seen running.
+        self.with_pane(ctx, token, |pane, _, _| pane.heard(generation));
     }
 
-    fn pane_idle(&mut self, ctx: &mut Context<'_>, token: Token, _: Generation, _: u64) {
-        self.with_pane(ctx, token, |_, _, _| {});
+    fn pane_idle(&mut self, ctx: &mut Context<'_>, token: Token, generation: Generation, _: u64) {
+        self.with_pane(ctx, token, |pane, _, _| pane.heard(generation));
     }
 
     fn timer(&mut self, ctx: &mut Context<'_>) {

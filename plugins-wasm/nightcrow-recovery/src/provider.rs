@@ -20,7 +20,9 @@ pub struct OpenedPane {
     pub command: String,
     /// The repository root the pane runs in.
     pub cwd: String,
-    /// When the plugin was first given this pane (first generation seen).
+    /// `mono`: when this plugin was first given the pane; `wall_ms`: when the slot itself
+    /// first opened, as the host says (`opened_ms`), so that a plugin restarted, or told of
+    /// the pane again after a daemon restart, still finds the sessions the pane started.
     pub opened: Now,
 }
 

@@ -65,6 +65,10 @@ pub struct PaneOpened {
     pub command: Option<String>,
     /// The repository root.
     pub cwd: String,
+    /// When the slot first opened (unix ms), if the host says: the pane's own sessions are
+    /// newer, even when this plugin hears of the pane only now (a restart of it, or of the
+    /// daemon).
+    pub opened_ms: Option<i64>,
 }
 
 /// A plugin: one method per host event, each a no-op by default, plus a timer.
@@ -256,6 +260,7 @@ fn dispatch(
             title,
             command,
             cwd,
+            opened_ms,
         } => plugin.pane_opened(
             ctx,
             PaneOpened {
@@ -264,6 +269,7 @@ fn dispatch(
                 title,
                 command,
                 cwd,
+                opened_ms,
             },
         ),
         Event::PaneOutput {

@@ -4,15 +4,103 @@ use std::io::Write;
 
 use nightcrow_protocol::Event;
 
-use super::harness::{PANE, Plugin, Runtime, on_both_runtimes, token};
+use super::harness::{Grants, PANE, Plugin, Runtime, on_both_runtimes, token};
 
 on_both_runtimes!(
     exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed,
     a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode,
     no_rate_limit_headers_backs_off_without_a_deadline_and_keys_do_not_cancel,
     two_candidate_rollouts_never_resume,
-    at_most_64_panes_are_tracked_and_the_overflow_is_logged_once
+    at_most_64_panes_are_tracked_and_the_overflow_is_logged_once,
+    after_a_daemon_restart_a_session_at_its_limit_is_resumed_at_the_reset,
+    after_a_daemon_restart_a_session_that_was_running_is_resumed_at_once
 );
+
+/// When the new daemon's plugin starts, after the pane first opened at `T0_MS`: after the
+/// fixtures' rollouts were written (16:09–16:10), before their reset (16:20).
+const RESTARTED_AFTER_MS: i64 = 12 * 60 * 1000;
+
+/// A plugin of a daemon started again [`RESTARTED_AFTER_MS`] after the pane opened, with the
+/// first `records` of `rollout` already written; told of the pane as the new daemon tells
+/// it: opened (since the first daemon's time, or unsaid) and exited at once.
+fn restarted(
+    runtime: Runtime,
+    env: &[(&str, &str)],
+    rollout: &str,
+    records: usize,
+    opened_ms: Option<i64>,
+) -> Plugin {
+    let mut grants = Grants {
+        wall_ms: super::harness::T0_MS + RESTARTED_AFTER_MS,
+        ..Grants::default()
+    };
+    for (key, value) in env {
+        grants = grants.env(key, value);
+    }
+    let mut plugin = Plugin::start_with(runtime, grants);
+    let (path, lines) = plugin.rollout(rollout);
+    let records = &lines[..records.min(lines.len())];
+    std::fs::write(&path, records.concat()).expect("the rollout so far");
+    plugin.open_since(1, "codex", opened_ms);
+    plugin.exit(1);
+    plugin
+}
+
+fn after_a_daemon_restart_a_session_at_its_limit_is_resumed_at_the_reset(runtime: Runtime) {
+    let opened = Some(super::harness::T0_MS);
+    let mut plugin = restarted(runtime, &[], LIMIT_ROLLOUT, 21, opened);
+    assert_eq!(
+        plugin.sync(),
+        [
+            "g1 limit_detected usage limit 1796228415 #0",
+            "g1 waiting_for_reset usage limit 1796228445 #0",
+        ],
+        "the limit found again in the rollout the pane started"
+    );
+    let left = 1_796_228_445 - plugin.wall_ms / 1000;
+    plugin.advance(left as u64 - 1);
+    assert!(plugin.sync().is_empty(), "not a second early");
+    plugin.advance(1);
+    assert_eq!(
+        plugin.sync(),
+        [
+            "g1 ready_to_resume limit reset - #0".to_owned(),
+            "g1 resuming resuming session - #1".to_owned(),
+            format!("g1 relaunch resume {LIMIT_UUID}"),
+        ]
+    );
+    plugin.finish();
+    // A host that does not say when the slot opened: the rollout predates the plugin's
+    // pane, so it is not the pane's, and nothing is resumed.
+    let mut plugin = restarted(runtime, &[], LIMIT_ROLLOUT, 21, None);
+    plugin.advance(3600);
+    assert!(plugin.sync().is_empty());
+    plugin.finish();
+}
+
+fn after_a_daemon_restart_a_session_that_was_running_is_resumed_at_once(runtime: Runtime) {
+    let opened = Some(super::harness::T0_MS);
+    let uuid = "01a23784-fe56-70f1-80cd-3fa99065980c";
+    let mut plugin = restarted(runtime, &[], NORMAL_ROLLOUT, usize::MAX, opened);
+    assert_eq!(
+        plugin.sync(),
+        [
+            "g1 ready_to_resume ended while unwatched (daemon restart) - #0".to_owned(),
+            "g1 resuming resuming session - #1".to_owned(),
+            format!("g1 relaunch resume {uuid}"),
+        ]
+    );
+    plugin.advance(2);
+    plugin.open(2, "codex");
+    assert_eq!(plugin.sync(), ["g2 idle resumed - #0"]);
+    plugin.finish();
+    // Turned off in the plugin's env: the exit stays an exit.
+    let off = [("RESUME_AFTER_RESTART", "false")];
+    let mut plugin = restarted(runtime, &off, NORMAL_ROLLOUT, usize::MAX, opened);
+    plugin.advance(3600);
+    assert!(plugin.sync().is_empty());
+    plugin.finish();
+}
 
 const LIMIT_ROLLOUT: &str = "real-0.169-mock-backend/exec-c-normal-then-limit/rollout-2026-12-02T16-10-09-01a23785-4104-78f1-b4f0-247bed73e273.jsonl";
 const LIMIT_UUID: &str = "01a23785-4104-78f1-b4f0-247bed73e273";
@@ -219,6 +307,7 @@ fn at_most_64_panes_are_tracked_and_the_overflow_is_logged_once(runtime: Runtime
             title: None,
             command: Some("codex".into()),
             cwd: plugin.cwd.clone(),
+            opened_ms: None,
         });
     }
     plugin.sync();

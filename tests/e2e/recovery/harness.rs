@@ -226,12 +226,19 @@ impl Plugin {
     }
 
     pub fn open(&mut self, generation: u32, command: &str) {
+        self.open_since(generation, command, None);
+    }
+
+    /// `pane_opened` for a slot that first opened at `opened_ms` (unix ms), as a restarted
+    /// host says it.
+    pub fn open_since(&mut self, generation: u32, command: &str, opened_ms: Option<i64>) {
         self.send(Event::PaneOpened {
             token: token(PANE),
             generation,
             title: None,
             command: Some(command.into()),
             cwd: self.cwd.clone(),
+            opened_ms,
         });
     }
 
@@ -289,6 +296,7 @@ impl Plugin {
             title: None,
             command: None,
             cwd: "/".into(),
+            opened_ms: None,
         });
         out
     }

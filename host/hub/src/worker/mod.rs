@@ -12,22 +12,25 @@
 
 mod clients;
 mod commands;
+mod journal;
 mod output;
 mod panes;
 mod plugins;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use nightcrow_guard::{Guard, PaneId};
 use nightcrow_pane::{PaneEvent, PaneSize, PaneTable};
 use nightcrow_plugin_host::{PluginRuntime, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::Token;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::client::{Frame, HubMessage, RecoveryReport};
 use crate::config::{HubConfig, HubPlugin, StartupCommand};
 use crate::handle::{HubError, HubHandle, ReplyTo, Request};
+use crate::snapshot::{Clocks, HubSnapshot, PaneSnapshot};
 
 /// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
 /// would spend more on scheduling than on the bytes. Consecutive output of one pane in a
@@ -57,6 +60,8 @@ struct SlotRecord {
     /// The owner's latest status for the pane, live or held, replayed to clients that
     /// attach later (docs/hub.md: SPEC §6.6 keeps it for holds only).
     report: Option<RecoveryReport>,
+    /// When the slot first opened (unix ms), for `pane_opened` and the journal.
+    opened_ms: i64,
     /// Output text on its way to the owner.
     output: output::OutputBatch,
 }
@@ -119,6 +124,7 @@ pub(crate) struct Worker {
     next_client: u64,
     /// Set while pane output waits for a client that fell behind.
     paused: Option<clients::Pause>,
+    journal: journal::Journal,
 }
 
 impl Worker {
@@ -127,6 +133,7 @@ impl Worker {
         runtime: PluginRuntime,
         handle: mpsc::WeakSender<Request>,
         requests: mpsc::Receiver<Request>,
+        restored: Vec<PaneSnapshot>,
     ) -> Result<Worker, HubError> {
         let config = config.with_policy_names();
         nightcrow_pane::ensure_runtime_dir(&config.runtime_dir).map_err(|error| {
@@ -144,7 +151,7 @@ impl Worker {
         )
         .map_err(|error| HubError::Pane(error.to_string()))?
         .with_idle_threshold(config.idle_threshold);
-        Ok(Worker {
+        let mut worker = Worker {
             guard: Guard::new(config.guard_limits),
             config,
             runtime,
@@ -157,11 +164,20 @@ impl Worker {
             clients: Vec::new(),
             next_client: 1,
             paused: None,
-        })
+            journal: journal::Journal::new(),
+        };
+        // Before anyone can subscribe, so the journal never sees the hub without its panes.
+        worker.restore(restored);
+        worker.open_startup_panes();
+        worker.publish_snapshot();
+        Ok(worker)
+    }
+
+    pub(crate) fn snapshots(&self) -> watch::Receiver<Arc<HubSnapshot>> {
+        self.journal.subscribe()
     }
 
     pub(crate) async fn run(mut self) {
-        self.open_startup_panes();
         let plugins = self.config.plugins.clone();
         for plugin in plugins {
             if self.config.should_run(&plugin, false) {
@@ -169,7 +185,9 @@ impl Worker {
             }
         }
         loop {
+            self.publish_snapshot();
             let idle_at = self.table.next_idle_deadline();
+            let journal_at = self.journal.screens_due();
             let expiry_at = self.holds().map(|(_, hold)| hold.deadline).min();
             let output_at = self.slots.values().filter_map(|r| r.output.due()).min();
             let stall_at = self.paused.as_ref().map(clients::Pause::stall_at);
@@ -205,6 +223,8 @@ impl Worker {
                 () = sleep_until(idle_at) => self.on_idle(),
                 () = sleep_until(expiry_at) => self.expire_holds(),
                 () = sleep_until(output_at) => self.flush_due_output(),
+                // The loop's top publishes the screens.
+                () = sleep_until(journal_at) => {}
             }
         }
     }
@@ -215,7 +235,11 @@ impl Worker {
             Request::Attach(reply) => {
                 // The caller holds a handle while it waits, so the upgrade succeeds.
                 if let Some(requests) = self.handle.upgrade() {
-                    let _ = reply.send(self.attach(HubHandle { requests }));
+                    let hub = HubHandle {
+                        requests,
+                        snapshots: self.snapshots(),
+                    };
+                    let _ = reply.send(self.attach(hub));
                 }
             }
             Request::Client { request, reply } => {
@@ -239,6 +263,9 @@ impl Worker {
             }
             Request::Status(reply) => {
                 let _ = reply.send(self.status());
+            }
+            Request::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot(Clocks::now(), true));
             }
             Request::Reload { config, reply } => {
                 let report = self.reload(*config).await;

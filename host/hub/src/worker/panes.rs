@@ -17,13 +17,22 @@ use super::{Exit, Hold, SlotRecord, Worker, pane_error};
 use crate::client::{Frame, HubMessage};
 use crate::config::StartupCommand;
 use crate::handle::HubError;
+use crate::snapshot::Clocks;
 
 /// Plainly exited panes a hub keeps for late clients (each keeps its scrollback).
 const MAX_KEPT_EXITS: usize = 8;
 
 impl Worker {
+    /// Opens the startup commands that have no pane yet (a restored one counts).
     pub(super) fn open_startup_panes(&mut self) {
-        for startup in self.config.startup_commands.clone() {
+        let missing: Vec<StartupCommand> = self
+            .config
+            .startup_commands
+            .iter()
+            .filter(|startup| !self.has_pane_for(startup))
+            .cloned()
+            .collect();
+        for startup in missing {
             if let Err(error) = self.open_startup_pane(startup.clone()) {
                 tracing::warn!(command = %startup.command, %error, "startup pane not opened");
             }
@@ -67,6 +76,7 @@ impl Worker {
             exit: None,
             hold: None,
             report: None,
+            opened_ms: Clocks::now().unix_ms(),
             output: Default::default(),
         };
         self.broadcast(Frame::Message(created(pane, &record, None)));
@@ -84,6 +94,7 @@ impl Worker {
     pub(super) fn on_pane_event(&mut self, event: PaneEvent) {
         match event {
             PaneEvent::Output { pane, bytes } => {
+                self.journal.output_arrived();
                 let text = self.table.record_output(pane, &bytes);
                 self.broadcast(Frame::Output {
                     pane: pane.get(),
@@ -269,6 +280,7 @@ impl Worker {
             title: record.title.clone(),
             command: record.launch_command().map(str::to_owned),
             cwd: self.table.repo_root().to_string_lossy().into_owned(),
+            opened_ms: Some(record.opened_ms),
         })
     }
 

@@ -6,6 +6,7 @@
 //! - `panes`: output to clients and plugins, tokens, idleness, input rules;
 //! - `recovery`: exit, holds, relaunch, cancel, expiry, user input, budgets, `watch_pane`;
 //! - `reload`: plugin sets across reloads, supervision;
+//! - `restore`: a hub given a previous daemon's panes, and its snapshots;
 //! - `hostile`: plugins that flood, spin or bomb memory while panes stream.
 #![cfg(unix)]
 
@@ -31,4 +32,5 @@ mod hostile;
 mod panes;
 mod recovery;
 mod reload;
+mod restore;
 mod util;

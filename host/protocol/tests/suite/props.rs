@@ -85,16 +85,18 @@ fn event() -> impl Strategy<Value = Event> {
             proptest::option::of(text(16)),
             proptest::option::of(text(16)),
             text(16),
+            proptest::option::of(any::<i64>()),
         )
-            .prop_map(
-                |(token, generation, title, command, cwd)| Event::PaneOpened {
+            .prop_map(|(token, generation, title, command, cwd, opened_ms)| {
+                Event::PaneOpened {
                     token,
                     generation,
                     title,
                     command,
                     cwd,
+                    opened_ms,
                 }
-            ),
+            }),
         (token(), any::<u32>(), text(256)).prop_map(|(token, generation, text)| {
             Event::PaneOutput {
                 token,
