@@ -120,15 +120,20 @@ fn restart_brings_every_pane_back_to_the_attached_tui() {
     tui.wait_for_text("after-42");
 }
 
-/// A startup pane printing all the time, one that exits at once, and repositories opened
-/// one after another: the daemon is killed at a random moment after each change and the
-/// journal must always read whole; the next daemon takes everything back.
+/// A startup pane printing all the time, one that exits at once, one held for the bundled
+/// plugin once it exits, and repositories opened one after another: the daemon is killed at
+/// a random moment after each change and the journal must always read whole; the next daemon
+/// takes everything back.
 #[test]
 fn kill_9_during_churn_never_leaves_a_journal_that_cannot_be_read() {
     let config = "[shell]\nprogram = \"/bin/sh\"\ncommand_args = [\"-c\"]\n\n\
                   [[startup_command]]\nname = \"ticker\"\n\
                   command = \"while :; do echo tick; sleep 0.01; done\"\n\n\
-                  [[startup_command]]\nname = \"brief\"\ncommand = \"exit 3\"\n";
+                  [[startup_command]]\nname = \"brief\"\ncommand = \"exit 3\"\n\n\
+                  [[startup_command]]\nname = \"held\"\ncommand = \"sleep 0.1; exit 1\"\n\
+                  plugin = \"nightcrow-recovery\"\n\n\
+                  [[plugin]]\nname = \"nightcrow-recovery\"\n\
+                  command = \"builtin:nightcrow-recovery\"\nenabled = true\n";
     let mut daemon = TestDaemon::start(config);
     let mut repos = Vec::new();
     let seed = std::process::id() as u64;
@@ -160,6 +165,7 @@ fn kill_9_during_churn_never_leaves_a_journal_that_cannot_be_read() {
         "{status}"
     );
     assert_eq!(status.matches("pane 2:brief exited").count(), 8, "{status}");
+    assert_eq!(status.matches("hold on pane 3").count(), 8, "{status}");
     let leftovers: Vec<_> = std::fs::read_dir(daemon.home())
         .unwrap()
         .filter_map(|entry| entry.ok())
