@@ -18,7 +18,7 @@ const STAND_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo/codex
 /// Seconds from the limit to its reset: negative, so the reset + 30 s call-back is 20 s away.
 const RESET_IN: i64 = -10;
 /// Long enough for the 20 s wait and a relaunch on a busy machine.
-pub(crate) const WAIT_PATIENCE: Duration = Duration::from_secs(60);
+const WAIT_PATIENCE: Duration = Duration::from_secs(60);
 
 /// `attach` in a repository whose startup pane runs `command`.
 fn attach_watching(command: &str, codex_home: &Path, connect: Option<u16>) -> Option<Tui> {
@@ -115,6 +115,24 @@ impl Codex {
         (id, reset + 30)
     }
 
+    /// The exited pane is held for its wait, then relaunched with `resume <session>` once
+    /// the wait is over (`deadline`, unix seconds), not before.
+    pub(crate) fn expect_held_then_resumed(&self, session: &str, deadline: i64) {
+        let status = self.tui.status();
+        assert!(
+            status.contains("hold on pane 1: waiting_for_reset, until "),
+            "{status}"
+        );
+        self.tui
+            .wait_within(WAIT_PATIENCE, "the relaunch", |screen| {
+                screen.contains(&format!("resuming session {session}"))
+            });
+        assert!(
+            unix_now() >= deadline - 1,
+            "relaunched before the wait was over ({deadline})"
+        );
+    }
+
     fn pid(&self) -> u32 {
         std::fs::read_to_string(self.home.path().join("stand-in.pid"))
             .unwrap()
@@ -137,7 +155,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     found
 }
 
-pub(crate) fn unix_now() -> i64 {
+fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -244,18 +262,7 @@ fn codex_killed_during_the_wait_is_resumed_once_the_wait_is_over() {
     });
     assert!(held.starts_with(" 1:agent⏳"), "{held}");
     assert!(held.contains("You've hit your usage limit"), "{held}");
-    let status = tui.status();
-    assert!(
-        status.contains("hold on pane 1: waiting_for_reset, until "),
-        "{status}"
-    );
-    tui.wait_within(WAIT_PATIENCE, "the relaunch", |screen| {
-        screen.contains(&format!("resuming session {session}"))
-    });
-    assert!(
-        unix_now() >= deadline - 1,
-        "relaunched before the wait was over ({deadline})"
-    );
+    codex.expect_held_then_resumed(&session, deadline);
 }
 
 /// The OpenCode pane program: stays until Ctrl+C, then quits like the real TUI.

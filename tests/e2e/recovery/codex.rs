@@ -57,18 +57,7 @@ fn after_a_daemon_restart_a_session_at_its_limit_is_resumed_at_the_reset(runtime
         ],
         "the limit found again in the rollout the pane started"
     );
-    let left = 1_796_228_445 - plugin.wall_ms / 1000;
-    plugin.advance(left as u64 - 1);
-    assert!(plugin.sync().is_empty(), "not a second early");
-    plugin.advance(1);
-    assert_eq!(
-        plugin.sync(),
-        [
-            "g1 ready_to_resume limit reset - #0".to_owned(),
-            "g1 resuming resuming session - #1".to_owned(),
-            format!("g1 relaunch resume {LIMIT_UUID}"),
-        ]
-    );
+    expect_relaunch_at_the_reset(&mut plugin);
     plugin.finish();
     // A host that does not say when the slot opened: the rollout predates the plugin's
     // pane, so it is not the pane's, and nothing is resumed.
@@ -128,6 +117,18 @@ fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed(runtime: Ru
         generation: 1,
     });
     assert!(plugin.sync().is_empty(), "waits for the reset");
+    expect_relaunch_at_the_reset(&mut plugin);
+    plugin.advance(3);
+    plugin.open(2, "codex exec 'do the thing'");
+    assert_eq!(plugin.sync(), ["g2 idle resumed - #0"]);
+    // The resumed session's next turn is normal: nothing more to say.
+    assert!(plugin.replay(&path, &records[21..]).is_empty());
+    plugin.finish();
+}
+
+/// The fixture's limit resets at 1796228415: the relaunch comes at + 30 s, not a second
+/// before.
+fn expect_relaunch_at_the_reset(plugin: &mut Plugin) {
     let left = 1_796_228_445 - plugin.wall_ms / 1000;
     plugin.advance(left as u64 - 1);
     assert!(plugin.sync().is_empty(), "not a second early");
@@ -140,12 +141,6 @@ fn exec_limit_then_exit_is_relaunched_with_resume_uuid_and_confirmed(runtime: Ru
             format!("g1 relaunch resume {LIMIT_UUID}"),
         ]
     );
-    plugin.advance(3);
-    plugin.open(2, "codex exec 'do the thing'");
-    assert_eq!(plugin.sync(), ["g2 idle resumed - #0"]);
-    // The resumed session's next turn is normal: nothing more to say.
-    assert!(plugin.replay(&path, &records[21..]).is_empty());
-    plugin.finish();
 }
 
 fn a_live_tui_at_the_limit_is_called_back_and_a_later_normal_turn_ends_the_episode(

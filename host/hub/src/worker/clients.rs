@@ -23,13 +23,7 @@ impl Worker {
         let mut replay = vec![Frame::Message(HubMessage::Hello {
             version: CLIENT_PROTOCOL_VERSION,
         })];
-        for pane in self.table.panes() {
-            let Some(slot) = self.table.slot(pane) else {
-                continue;
-            };
-            let Some(record) = self.slots.get(slot.token()) else {
-                continue;
-            };
+        for (pane, _, record) in self.panes_in_order() {
             replay.push(Frame::Message(created(pane, record, None)));
             let scrollback = self.table.scrollback(pane);
             if !scrollback.is_empty() {
@@ -183,19 +177,13 @@ impl Worker {
     pub(super) fn status(&self) -> HubStatus {
         let now = Instant::now();
         let panes = self
-            .table
-            .panes()
-            .into_iter()
-            .filter_map(|pane| {
-                let slot = self.table.slot(pane)?;
-                let record = self.slots.get(slot.token());
-                Some(PaneStatus {
-                    pane,
-                    title: record.and_then(|record| record.title.clone()),
-                    generation: slot.generation(),
-                    alive: slot.is_alive(),
-                    owner: record.and_then(|record| record.owner.clone()),
-                })
+            .panes_in_order()
+            .map(|(pane, slot, record)| PaneStatus {
+                pane,
+                title: record.title.clone(),
+                generation: slot.generation(),
+                alive: slot.is_alive(),
+                owner: record.owner.clone(),
             })
             .collect();
         let plugins = self

@@ -74,14 +74,10 @@ impl Worker {
     /// Every pane as the journal keeps it; `screens` adds each pane's scrollback.
     pub(super) fn snapshot(&self, clocks: Clocks, screens: bool) -> HubSnapshot {
         let panes = self
-            .table
-            .panes()
-            .into_iter()
-            .filter_map(|pane| {
-                let slot = self.table.slot(pane)?;
+            .panes_in_order()
+            .map(|(pane, slot, record)| {
                 let token = slot.token();
-                let record = self.slots.get(token)?;
-                Some(PaneSnapshot {
+                PaneSnapshot {
                     token: token.clone(),
                     generation: slot.generation(),
                     title: record.title.clone(),
@@ -101,7 +97,7 @@ impl Worker {
                     } else {
                         Vec::new()
                     },
-                })
+                }
             })
             .collect();
         HubSnapshot { panes }

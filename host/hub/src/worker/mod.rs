@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nightcrow_guard::{Guard, PaneId};
-use nightcrow_pane::{PaneEvent, PaneSize, PaneTable};
+use nightcrow_pane::{PaneEvent, PaneSize, PaneTable, Slot};
 use nightcrow_plugin_host::{PluginRuntime, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::Token;
 use tokio::sync::{mpsc, watch};
@@ -278,6 +278,15 @@ impl Worker {
             }
         }
         true
+    }
+
+    /// Every pane in display order, with its slot and record.
+    fn panes_in_order(&self) -> impl Iterator<Item = (PaneId, &Slot, &SlotRecord)> {
+        self.table.panes().into_iter().filter_map(|pane| {
+            let slot = self.table.slot(pane)?;
+            let record = self.slots.get(slot.token())?;
+            Some((pane, slot, record))
+        })
     }
 
     /// Every relaunch hold, with its token.
