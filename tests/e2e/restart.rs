@@ -154,7 +154,9 @@ fn kill_9_during_churn_never_leaves_a_journal_that_cannot_be_read() {
         "{status}"
     );
     assert_eq!(status.matches("pane 2:brief exited").count(), 8, "{status}");
-    assert_eq!(status.matches("hold on pane 3").count(), 8, "{status}");
+    // Held while the daemons ran; the plugin never had anything pending for it, so a
+    // restart after its exit leaves it plainly exited.
+    assert_eq!(status.matches("pane 3:held exited").count(), 8, "{status}");
     let leftovers: Vec<_> = std::fs::read_dir(daemon.home())
         .unwrap()
         .filter_map(|entry| entry.ok())

@@ -157,9 +157,12 @@ impl Daemon {
         let _ = journal.await;
         let mut last = Vec::new();
         for (root, hub) in &hubs {
-            if let Ok(snapshot) = hub.snapshot().await {
-                last.push((root.clone(), Arc::new(snapshot)));
-            }
+            // A hub that cannot answer keeps what it last published.
+            let snapshot = match hub.snapshot().await {
+                Ok(snapshot) => Arc::new(snapshot),
+                Err(_) => hub.snapshots().borrow().clone(),
+            };
+            last.push((root.clone(), snapshot));
         }
         self.write_journal(last).await;
         for (_, hub) in hubs {

@@ -69,6 +69,13 @@ pub struct RecoveryReport {
 }
 
 impl RecoveryReport {
+    /// Whether the report means recovery is under way (a client shows a marker and a chip;
+    /// a journaled hold is kept). A plugin that settles a pane says `idle`; the hub says
+    /// `cancelled` when a hold ends.
+    pub fn is_active(&self) -> bool {
+        !matches!(self.state.as_str(), "idle" | "cancelled")
+    }
+
     /// The report sent wherever a hold ends (SPEC §6.4).
     pub fn cancelled(pane: u64) -> RecoveryReport {
         RecoveryReport {

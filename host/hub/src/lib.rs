@@ -72,8 +72,8 @@ impl Hub {
         Hub::spawn_restored(config, runtime, Vec::new())
     }
 
-    /// [`spawn`](Self::spawn), taking back the panes a previous daemon journaled (SPEC §6.2,
-    /// docs/hub.md "After a restart"): each is shown exited with its last screen, and held
+    /// [`spawn`](Self::spawn), taking back the panes a previous daemon journaled
+    /// (docs/hub.md, "After a restart"): each is shown exited with its last screen, and held
     /// for its plugin when the config still names one for its startup command. Startup
     /// commands with a restored pane are not opened again.
     pub fn spawn_restored(

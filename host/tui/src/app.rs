@@ -10,7 +10,7 @@ use bytes::Bytes;
 use nightcrow_config::LeaderKey;
 use nightcrow_hub::{ClientRequest, Frame, HubMessage, RecoveryReport};
 
-use crate::format::{self, Recovery};
+use crate::format::Recovery;
 
 /// Lines of history each pane keeps for scrollback mode.
 const SCROLLBACK_LINES: usize = 5_000;
@@ -474,7 +474,7 @@ impl App {
         };
         let label = self.label(index);
         let pane = &mut self.panes[index];
-        if format::is_active(&report) {
+        if report.is_active() {
             pane.recovery = Some(Recovery::from_report(&report, &chrono::Local));
             return;
         }

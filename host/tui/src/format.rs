@@ -107,12 +107,6 @@ pub fn span(secs: u64) -> String {
     }
 }
 
-/// Whether a report means recovery is under way (the pane gets a marker and a chip). A
-/// plugin that settles a pane says `idle`; the hub says `cancelled` when a hold ends.
-pub fn is_active(report: &RecoveryReport) -> bool {
-    !matches!(report.state.as_str(), "idle" | "cancelled")
-}
-
 /// One tab: `N:title` then `!` when the pane wants attention unseen, then the marker; the
 /// title is cut so that the whole fits in `width` columns with the marker intact.
 pub fn tab_label(
@@ -254,18 +248,6 @@ mod tests {
         .chip();
         assert_eq!(chip.width(), "backoff · ".width() + DETAIL_WIDTH, "{chip}");
         assert!(chip.ends_with('…'), "{chip}");
-    }
-
-    #[test]
-    fn only_settled_states_end_recovery() {
-        let mut r = report(None, 0, None);
-        assert!(is_active(&r));
-        for settled in ["idle", "cancelled"] {
-            r.state = settled.to_owned();
-            assert!(!is_active(&r), "{settled}");
-        }
-        r.state = "needs_attention".to_owned();
-        assert!(is_active(&r));
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub mod detail {
     pub const AMBIGUOUS: &str = "several sessions match; resume by hand";
     pub const ATTEMPTS_USED_UP: &str = "resume attempts used up";
     pub const SESSION_UNKNOWN: &str = "session unknown; resume by hand";
-    pub const EXITED_UNSEEN: &str = "ended while unwatched (daemon restart)";
+    pub const EXITED_UNSEEN: &str = "ended while unwatched";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -809,7 +809,7 @@ mod tests {
         assert_eq!(
             rig.exit(),
             [
-                "g1 ready_to_resume (ended while unwatched (daemon restart))",
+                "g1 ready_to_resume (ended while unwatched)",
                 "g1 resuming (resuming session) #1",
                 "g1 relaunch resume 01a23785-4104-78f1-b4f0-247bed73e273",
             ]

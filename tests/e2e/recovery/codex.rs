@@ -74,7 +74,7 @@ fn after_a_daemon_restart_a_session_that_was_running_is_resumed_at_once(runtime:
     assert_eq!(
         plugin.sync(),
         [
-            "g1 ready_to_resume ended while unwatched (daemon restart) - #0".to_owned(),
+            "g1 ready_to_resume ended while unwatched - #0".to_owned(),
             "g1 resuming resuming session - #1".to_owned(),
             format!("g1 relaunch resume {uuid}"),
         ]

@@ -12,6 +12,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::{Exit, Hold, SlotRecord, Worker};
+use crate::client::RecoveryReport;
 use crate::config::StartupCommand;
 use crate::snapshot::{Clocks, HubSnapshot, PaneExit, PaneSnapshot, SCREEN_EVERY};
 
@@ -103,10 +104,10 @@ impl Worker {
         HubSnapshot { panes }
     }
 
-    /// Takes back a previous daemon's panes (SPEC §6.2 "restart = exit"): each is shown
-    /// exited with its last screen. One whose process was running when that daemon went
-    /// away, or that was held, is held again for the plugin its startup command names, if
-    /// the config still has both; the plugin then hears of it as opened and exited when it
+    /// Takes back a previous daemon's panes ("restart = exit", docs/hub.md "After a
+    /// restart"): each is shown exited with its last screen. One whose process was running
+    /// when that daemon went away, or that was held with something pending, is held again for
+    /// the plugin its startup command names, if the config still has both; the plugin then hears of it as opened and exited when it
     /// starts, and decides. A hold past its time is dropped. A startup pane that was running
     /// and that no plugin would take up is not restored: its command runs again.
     pub(super) fn restore(&mut self, panes: Vec<PaneSnapshot>) {
@@ -155,15 +156,23 @@ impl Worker {
                     continue;
                 }
             };
+            // An exit before the restart stays held only while its plugin had something
+            // pending: one that was over (the person quit after the episode) is plain, and no
+            // plugin may mistake it for an exit the restart caused.
+            let pending = pane.report.as_ref().is_some_and(RecoveryReport::is_active);
             let hold_until = match (pane.exit, pane.hold_until_ms) {
                 // It was running: the restart is its exit, and its hold starts now.
                 (None, _) => Some(clocks.instant() + self.config.pending_relaunch_ttl),
-                (Some(_), Some(until)) => clocks
+                (Some(_), Some(until)) if pending => clocks
                     .to_instant(until)
                     .filter(|until| *until > clocks.instant()),
+                (Some(_), Some(_)) => {
+                    tracing::info!(pane = %id, "restored pane had exited with nothing pending; plainly exited");
+                    None
+                }
                 (Some(_), None) => None,
             };
-            if pane.hold_until_ms.is_some() && hold_until.is_none() {
+            if pending && pane.hold_until_ms.is_some() && hold_until.is_none() {
                 tracing::info!(pane = %id, "restored pane's relaunch hold had lapsed; dropped");
             }
             let hold = hold_until

@@ -1,12 +1,15 @@
 //! A hub started with a previous daemon's panes (`Hub::spawn_restored`): a restart is an
 //! exit of every pane. Held panes go to the plugin their startup command names, whose budget
-//! carries over; a startup pane nobody takes up runs again in its place; a command the
-//! config no longer has is shown but never run; the snapshots give it all back.
+//! carries over; a hold that lapsed while no daemon ran, or whose plugin had nothing
+//! pending, is dropped; a startup pane nobody takes up runs again in its place; a command
+//! the config no longer has is shown but never run; the snapshots give it all back.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nightcrow_guard::{GuardLimits, PaneId};
-use nightcrow_hub::{Charged, Hub, HubMessage, PaneExit, PaneSnapshot, StartupCommand};
+use nightcrow_hub::{
+    Charged, Hub, HubMessage, PaneExit, PaneSnapshot, RecoveryReport, StartupCommand,
+};
 use nightcrow_pane::PaneSize;
 use nightcrow_protocol::{Event, Token};
 
@@ -41,8 +44,20 @@ async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_i
     config.guard_limits = GuardLimits::new(5, 2, Duration::from_secs(60)).expect("limits");
     let agent = startup("agent", "echo ran", Some(owner));
     let server = startup("server", "echo serving; exec cat", None);
-    config.startup_commands = vec![agent.clone(), server.clone()];
-    config.plugins = vec![scripted(owner, &["exit_relaunch=resume,abc"])];
+    let lapsed = startup("lapsed", "echo lapsed", Some("patient"));
+    let waiting = startup("waiting", "echo waiting", Some("patient"));
+    let quit = startup("quit", "echo quit", Some("patient"));
+    config.startup_commands = vec![
+        agent.clone(),
+        server.clone(),
+        lapsed.clone(),
+        waiting.clone(),
+        quit.clone(),
+    ];
+    config.plugins = vec![
+        scripted(owner, &["exit_relaunch=resume,abc"]),
+        scripted("patient", &[]),
+    ];
     let pwned = repo.path().join("pwned");
     // Running when the daemon died, relaunched once a minute ago (one of two in the window).
     let mut held = journaled(1, "agent", Some(agent));
@@ -61,22 +76,43 @@ async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_i
     let mut plain = journaled(3, "plain", None);
     plain.exit = Some(PaneExit { code: Some(0) });
     let restarted = journaled(4, "server", Some(server));
+    // Exited and held by the first daemon: one whose hold ran out while no daemon ran, one
+    // still waiting, and one whose plugin had nothing pending (the person quit it).
+    let exited_held = |n: u8, title: &str, startup: StartupCommand, until_ms: i64, state: &str| {
+        let mut pane = journaled(n, title, Some(startup));
+        pane.exit = Some(PaneExit { code: Some(1) });
+        pane.hold_until_ms = Some(until_ms);
+        pane.report = Some(RecoveryReport {
+            pane: u64::from(n),
+            state: state.to_owned(),
+            detail: None,
+            deadline_epoch: None,
+            attempt: 0,
+        });
+        pane
+    };
+    let later = now_ms() + 3_600_000;
     let hub = Hub::spawn_restored(
         config.clone(),
         runtime(),
-        vec![held, foreign, plain, restarted],
+        vec![
+            held,
+            foreign,
+            plain,
+            restarted,
+            exited_held(5, "lapsed", lapsed, now_ms() - 1_000, "waiting_for_reset"),
+            exited_held(6, "waiting", waiting, later, "waiting_for_reset"),
+            exited_held(7, "quit", quit, later, "idle"),
+        ],
     )
     .expect("hub spawns");
     let mut hub = TestHub::attach(hub, config, repo).await;
     // In their places: the held agent, the foreign and plain panes exited with their
     // screens; the server's command running again.
-    let panes: Vec<PaneId> = [
-        hub.startup_pane(0).await,
-        hub.startup_pane(1).await,
-        hub.startup_pane(2).await,
-        hub.startup_pane(3).await,
-    ]
-    .into();
+    let mut panes = Vec::new();
+    for n in 0..7 {
+        panes.push(hub.startup_pane(n).await);
+    }
     for (pane, screen) in panes.iter().zip(["agent", "foreign", "plain"]) {
         hub.client
             .output_contains(*pane, &format!("{screen} before the restart"))
@@ -121,8 +157,9 @@ async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_i
     // It exits again at once; the journaled charge and this one use up the budget of two.
     logged(owner, &["refused", "rate limited"]).await;
     let status = within("status", hub.hub.status()).await.expect("status");
-    assert_eq!(status.holds.len(), 1, "{:?}", status.holds);
-    assert_eq!(status.holds[0].pane, relaunched);
+    let mut held: Vec<PaneId> = status.holds.iter().map(|hold| hold.pane).collect();
+    held.sort();
+    assert_eq!(held, [panes[5], relaunched], "{:?}", status.holds);
     // The foreign pane has no hold and never ran its command; the snapshot says all of it.
     let snapshot = within("snapshot", hub.hub.snapshot())
         .await
@@ -144,7 +181,10 @@ async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_i
             ("agent", 3, true),
             ("foreign", 1, true),
             ("plain", 1, true),
-            ("server", 1, false)
+            ("server", 1, false),
+            ("lapsed", 1, true),
+            ("waiting", 1, true),
+            ("quit", 1, true),
         ]
     );
     assert_eq!(snapshot.panes[0].charged.relaunches_ms.len(), 2);
@@ -154,6 +194,24 @@ async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_i
         "the journal's command is not kept"
     );
     assert!(snapshot.panes[1].hold_until_ms.is_none());
+    assert_eq!(
+        snapshot.panes[4].hold_until_ms, None,
+        "a lapsed hold is dropped"
+    );
+    assert_eq!(snapshot.panes[4].owner, None);
+    let kept = snapshot.panes[5]
+        .hold_until_ms
+        .expect("still waiting, still held");
+    assert!(
+        (kept - later).abs() < 1_000,
+        "the first daemon's deadline: {kept} {later}"
+    );
+    assert_eq!(snapshot.panes[5].owner.as_deref(), Some("patient"));
+    assert_eq!(
+        snapshot.panes[6].hold_until_ms, None,
+        "nothing was pending: plain"
+    );
+    assert_eq!(snapshot.panes[6].owner, None);
     assert!(!pwned.exists(), "a journaled command ran");
     hub.shutdown().await;
 }

@@ -31,8 +31,9 @@ pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 pub const MAX_READ_PER_POLL: usize = 256 * 1024;
 /// How often the rollouts are looked at.
 pub const POLL_EVERY: Duration = Duration::from_secs(2);
-/// Most day directories looked at per discovery scan.
-const MAX_DAY_DIRS: i64 = 10;
+/// Most day directories looked at per discovery scan. Twelve: a slot opened before a 9-day relaunch hold still finds its first day, with a day
+/// either side for time zones.
+const MAX_DAY_DIRS: i64 = 12;
 /// Most file names remembered as "not this pane's".
 const MAX_REJECTED: usize = 4096;
 /// Timestamps and the pane-open time come from different clocks; allow this much skew.
