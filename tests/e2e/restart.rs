@@ -137,26 +137,38 @@ fn kill_9_during_churn_never_leaves_a_journal_that_cannot_be_read() {
         assert_eq!(written["nightcrow_state"], 1, "{written}");
         daemon.spawn();
     }
-    let status = String::from_utf8_lossy(&daemon.run(&["status"]).stdout).into_owned();
-    for repo in &repos {
-        let root = repo.path().canonicalize().unwrap();
-        assert!(
-            status.contains(&format!("{}\n", root.display())),
-            "{} not back: {status}",
-            root.display()
-        );
-    }
-    // Every repository has its ticker running again and its brief pane shown exited, in
-    // their places.
-    assert_eq!(
-        status.matches("pane 1:ticker running").count(),
-        8,
-        "{status}"
-    );
-    assert_eq!(status.matches("pane 2:brief exited").count(), 8, "{status}");
-    // Held while the daemons ran; the plugin never had anything pending for it, so a
+    // Every repository back, each with its ticker running again and its brief pane shown
+    // exited, in their places (a brief pane journaled while running runs again first). The
+    // held pane: held while the daemons ran; its plugin never had anything pending, so a
     // restart after its exit leaves it plainly exited.
-    assert_eq!(status.matches("pane 3:held exited").count(), 8, "{status}");
+    let roots: Vec<String> = repos
+        .iter()
+        .map(|repo| format!("{}\n", repo.path().canonicalize().unwrap().display()))
+        .collect();
+    let mut status = String::new();
+    let settled = std::time::Instant::now();
+    while settled.elapsed() < Duration::from_secs(30) {
+        status = String::from_utf8_lossy(&daemon.run(&["status"]).stdout).into_owned();
+        let all = |needle: &str| status.matches(needle).count() == 8;
+        if roots.iter().all(|root| status.contains(root))
+            && all("pane 1:ticker running")
+            && all("pane 2:brief exited")
+            && all("pane 3:held exited")
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for root in &roots {
+        assert!(status.contains(root), "{root} not back: {status}");
+    }
+    for needle in [
+        "pane 1:ticker running",
+        "pane 2:brief exited",
+        "pane 3:held exited",
+    ] {
+        assert_eq!(status.matches(needle).count(), 8, "{needle}: {status}");
+    }
     let leftovers: Vec<_> = std::fs::read_dir(daemon.home())
         .unwrap()
         .filter_map(|entry| entry.ok())
