@@ -133,6 +133,20 @@ impl Codex {
         );
     }
 
+    /// The relaunch confirmed, in the first tab (no second one), and `status` numbering it
+    /// as the tab does, at its second generation.
+    pub(crate) fn expect_resumed_in_place(&self) {
+        let resumed = self.tui.wait_for("the episode over", |screen| {
+            screen.starts_with(" 1:agent │") && screen.contains("1:agent: resumed")
+        });
+        assert!(!resumed.contains("2:agent"), "same tab: {resumed}");
+        let status = self.tui.status();
+        assert!(
+            status.contains("  pane 1:agent running, generation 2, watched by nightcrow-recovery"),
+            "{status}"
+        );
+    }
+
     fn pid(&self) -> u32 {
         std::fs::read_to_string(self.home.path().join("stand-in.pid"))
             .unwrap()
@@ -190,16 +204,7 @@ fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_
         screen.contains(&format!("resuming session {session}"))
     });
     assert!(resumed.starts_with(" 1:agent"), "{resumed}");
-    assert!(!resumed.contains("2:agent"), "same tab: {resumed}");
-    tui.wait_for("the episode over", |screen| {
-        screen.starts_with(" 1:agent │") && screen.contains("1:agent: resumed")
-    });
-    // `status` numbers the relaunched pane as its tab does.
-    let status = tui.status();
-    assert!(
-        status.contains("  pane 1:agent running, generation 2, watched by nightcrow-recovery"),
-        "{status}"
-    );
+    codex.expect_resumed_in_place();
 }
 
 #[test]

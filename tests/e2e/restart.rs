@@ -65,17 +65,10 @@ fn a_daemon_killed_at_the_limit_comes_back_and_resumes_the_session_at_the_reset(
     );
     // At the original reset + 30 s, not before: the session, resumed in the same tab.
     codex.expect_held_then_resumed(&session, deadline);
-    let resumed = tui.wait_for("the episode over", |screen| {
-        screen.starts_with(" 1:agent │") && screen.contains("1:agent: resumed")
-    });
-    assert!(!resumed.contains("2:agent"), "same tab: {resumed}");
-    // Once: the slot is at its second generation and stays there.
+    codex.expect_resumed_in_place();
+    // Once: the slot stays at its second generation.
     std::thread::sleep(Duration::from_secs(3));
-    let status = tui.status();
-    assert!(
-        status.contains("pane 1:agent running, generation 2, watched by nightcrow-recovery"),
-        "{status}"
-    );
+    codex.expect_resumed_in_place();
 }
 
 #[test]
