@@ -96,6 +96,9 @@ pub enum HubMessage {
     Hello {
         version: u32,
     },
+    /// The replay of an attachment is over: what follows is news. A client that tells a
+    /// person about events (a notification) judges only what comes after this.
+    Live,
     /// A pane exists (on attach: one per pane, in display order, each followed by its
     /// scrollback, then `exited` if its process has ended, then its latest `recovery`).
     /// `replaces`: a relaunch put this pane where that one was; the old one is gone.

@@ -43,6 +43,7 @@ pub mod client;
 mod config;
 mod frames;
 mod handle;
+mod notice;
 mod snapshot;
 mod worker;
 
@@ -59,6 +60,7 @@ pub use handle::{
     Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
     REQUEST_QUEUE, ReloadReport,
 };
+pub use notice::{Notice, NoticeEvent, Notices};
 pub use snapshot::{Charged, HubSnapshot, PaneExit, PaneSnapshot, SCREEN_EVERY};
 
 /// Starts hubs.

@@ -377,6 +377,7 @@ impl App {
                     return vec![self.create_request()];
                 }
             }
+            HubMessage::Live => {}
             HubMessage::Created {
                 pane,
                 title,

@@ -43,7 +43,8 @@ impl Worker {
                 replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
             }
         }
-        // The replay is at most a hello and four frames per pane (the scrollback is 256 KiB),
+        replay.push(Frame::Message(HubMessage::Live));
+        // The replay is at most a hello, four frames per pane and `live` (the scrollback is 256 KiB),
         // far below the queue's budget; a new client cannot be behind yet.
         for frame in replay {
             let _ = frames.try_send(frame);
