@@ -337,7 +337,10 @@ impl Story {
             )),
             Frame::Message(HubMessage::Error { message }) => self.say(&format!("error: {message}")),
             Frame::Message(
-                HubMessage::Hello { .. } | HubMessage::Resized { .. } | HubMessage::Closed { .. },
+                HubMessage::Hello { .. }
+                | HubMessage::Live
+                | HubMessage::Resized { .. }
+                | HubMessage::Closed { .. },
             ) => {}
         }
         None
