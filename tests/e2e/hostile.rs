@@ -157,6 +157,7 @@ async fn echo(kind: RuntimeKind) {
                 token: t.clone(),
                 generation: 3,
                 idle_ms: 10_000,
+                screen: None,
             },
             "pane_idle",
             Some("10000"),

@@ -247,6 +247,7 @@ impl Session {
                 token: t.clone(),
                 generation: g,
                 idle_ms: 10_000,
+                screen: None,
             },
             Event::UserInput {
                 token: t.clone(),
@@ -283,6 +284,7 @@ impl Session {
                 token,
                 generation,
                 idle_ms: 10_000,
+                screen: None,
             });
         }
         self.settle(SETTLE).await;
@@ -340,6 +342,7 @@ impl Session {
                     token: token.clone(),
                     generation: 1,
                     idle_ms: 10_000,
+                    screen: None,
                 },
             ] {
                 if let Err(reason) = self.drain_to(OUTBOUND_QUEUE / 2, deadline).await {

@@ -48,6 +48,7 @@
 mod error;
 mod process;
 mod runtime_dir;
+mod screen;
 mod scrollback;
 mod shell;
 mod size;

@@ -8,6 +8,7 @@ use nightcrow_protocol::{Generation, Token};
 use tokio::sync::mpsc;
 
 use crate::process::{Ending, PaneProcess, SpawnSpec};
+use crate::screen::screen_text;
 use crate::scrollback::Scrollback;
 use crate::strip::Stripper;
 use crate::{IDLE_THRESHOLD, MAX_PANES, PaneError, PaneEvent, PaneSize, SCROLLBACK_BYTES, Shell};
@@ -332,6 +333,15 @@ impl PaneTable {
         self.entry(pane)
             .map(|entry| entry.scrollback.to_vec())
             .unwrap_or_default()
+    }
+
+    /// What the pane shows now, as plain text rows, its bottom rows within
+    /// [`MAX_SCREEN_BYTES`](nightcrow_protocol::MAX_SCREEN_BYTES); `None` for an unknown
+    /// pane. Drawn afresh from the scrollback, so it costs a parse of at most
+    /// [`SCROLLBACK_BYTES`]: the hub asks once per quiet period of a watched pane.
+    pub fn screen(&self, pane: PaneId) -> Option<String> {
+        let entry = self.entry(pane)?;
+        Some(screen_text(&entry.scrollback.to_vec(), entry.size))
     }
 
     /// When [`take_idle`](Self::take_idle) next has something to report: the earliest

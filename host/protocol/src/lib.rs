@@ -41,5 +41,9 @@ pub const PROTOCOL_VERSION: u32 = 3;
 pub const MAX_LINE_BYTES: usize = 65_536;
 /// Longest `send_input.data` in UTF-8 bytes.
 pub const MAX_INPUT_BYTES: usize = 8_192;
+/// Longest `pane_idle.screen` in UTF-8 bytes: the host sends the bottom rows that fit (a
+/// prompt or a popup is drawn at the bottom). Screen text has no control characters but
+/// `\n`, so even escaped it leaves the line far below [`MAX_LINE_BYTES`].
+pub const MAX_SCREEN_BYTES: usize = 16_384;
 /// `log.message` is truncated to this many bytes, on a char boundary.
 pub const MAX_LOG_MESSAGE_BYTES: usize = 2_048;

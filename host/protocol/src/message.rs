@@ -31,11 +31,17 @@ pub enum Event {
         generation: Generation,
         text: String,
     },
-    /// No output for at least the idle threshold; once per quiet period.
+    /// No output for at least the idle threshold; once per quiet period. `screen` is what
+    /// the pane shows now, as plain text rows (see [`MAX_SCREEN_BYTES`]): a program waiting
+    /// at a prompt or a popup says so only on screen. Absent from hosts before it was added.
+    ///
+    /// [`MAX_SCREEN_BYTES`]: crate::MAX_SCREEN_BYTES
     PaneIdle {
         token: Token,
         generation: Generation,
         idle_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        screen: Option<String>,
     },
     /// The process ended and the hub holds the slot for a relaunch.
     PaneExited {

@@ -71,6 +71,17 @@ pub struct PaneOpened {
     pub opened_ms: Option<i64>,
 }
 
+/// A `pane_idle` event: the pane printed nothing for the idle threshold.
+pub struct PaneIdle {
+    pub token: Token,
+    pub generation: Generation,
+    pub idle_ms: u64,
+    /// What the pane shows now, as plain text rows (the bottom rows within
+    /// `MAX_SCREEN_BYTES`), if the host says: the way to tell a program waiting at its
+    /// prompt from one showing a popup.
+    pub screen: Option<String>,
+}
+
 /// A plugin: one method per host event, each a no-op by default, plus a timer.
 pub trait Plugin {
     fn pane_opened(&mut self, _ctx: &mut Context<'_>, _pane: PaneOpened) {}
@@ -82,14 +93,7 @@ pub trait Plugin {
         _text: String,
     ) {
     }
-    fn pane_idle(
-        &mut self,
-        _ctx: &mut Context<'_>,
-        _token: Token,
-        _generation: Generation,
-        _idle_ms: u64,
-    ) {
-    }
+    fn pane_idle(&mut self, _ctx: &mut Context<'_>, _idle: PaneIdle) {}
     fn pane_exited(&mut self, _ctx: &mut Context<'_>, _token: Token, _generation: Generation) {}
     fn pane_closed(&mut self, _ctx: &mut Context<'_>, _token: Token, _generation: Generation) {}
     fn user_input(&mut self, _ctx: &mut Context<'_>, _token: Token, _generation: Generation) {}
@@ -281,7 +285,16 @@ fn dispatch(
             token,
             generation,
             idle_ms,
-        } => plugin.pane_idle(ctx, token, generation, idle_ms),
+            screen,
+        } => plugin.pane_idle(
+            ctx,
+            PaneIdle {
+                token,
+                generation,
+                idle_ms,
+                screen,
+            },
+        ),
         Event::PaneExited { token, generation } => plugin.pane_exited(ctx, token, generation),
         Event::PaneClosed { token, generation } => plugin.pane_closed(ctx, token, generation),
         Event::UserInput { token, generation } => plugin.user_input(ctx, token, generation),
@@ -356,7 +369,7 @@ mod tests {
                 generation: pane.generation,
             });
         }
-        fn pane_idle(&mut self, ctx: &mut Context<'_>, _: Token, _: Generation, _: u64) {
+        fn pane_idle(&mut self, ctx: &mut Context<'_>, _: PaneIdle) {
             self.seen
                 .push(format!("idle at {}", ctx.now().mono.as_secs()));
         }

@@ -286,6 +286,7 @@ fn other_panes_bad_lines_and_unknown_tokens() {
         token: stranger.clone(),
         generation: 1,
         idle_ms: 10_000,
+        screen: None,
     });
     assert_eq!(plugin.sync(), [format!("watch {}", stranger.as_str())]);
     plugin

@@ -273,6 +273,7 @@ impl Plugin {
             token: barrier.clone(),
             generation: 1,
             idle_ms: 10_000,
+            screen: None,
         });
         let mut out = Vec::new();
         loop {

@@ -110,6 +110,7 @@ pub fn echo_reply(event: &Event, number: u32) -> Option<Command> {
             token,
             generation,
             idle_ms,
+            ..
         } => (token, generation, Some(idle_ms.to_string())),
         Event::PaneExited { token, generation }
         | Event::PaneClosed { token, generation }

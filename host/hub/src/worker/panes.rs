@@ -186,11 +186,15 @@ impl Worker {
 
     pub(super) fn on_idle(&mut self) {
         for idle in self.table.take_idle(Instant::now()) {
+            if self.owner_of(&idle.token).is_none() {
+                continue;
+            }
             self.flush_output(&idle.token);
             let event = Event::PaneIdle {
                 token: idle.token.clone(),
                 generation: idle.generation,
                 idle_ms: u64::try_from(idle.idle.as_millis()).unwrap_or(u64::MAX),
+                screen: self.table.screen(idle.pane),
             };
             self.send_to_owner(&idle.token, event);
         }

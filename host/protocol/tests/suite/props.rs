@@ -104,13 +104,20 @@ fn event() -> impl Strategy<Value = Event> {
                 text,
             }
         }),
-        (token(), any::<u32>(), any::<u64>()).prop_map(|(token, generation, idle_ms)| {
-            Event::PaneIdle {
-                token,
-                generation,
-                idle_ms,
-            }
-        }),
+        (
+            token(),
+            any::<u32>(),
+            any::<u64>(),
+            proptest::option::of(".{0,200}")
+        )
+            .prop_map(|(token, generation, idle_ms, screen)| {
+                Event::PaneIdle {
+                    token,
+                    generation,
+                    idle_ms,
+                    screen,
+                }
+            }),
         (token(), any::<u32>())
             .prop_map(|(token, generation)| Event::PaneExited { token, generation }),
         (token(), any::<u32>())
