@@ -3,15 +3,20 @@
 //! One [`PaneMachine`] per tracked pane. It is told the pane's events and the time, asks its
 //! provider [`Adapter`] what it saw, and decides: which `status` to report (only on a real
 //! change), when to wait and for how long, when to relaunch (only an exited pane), when to
-//! call the person back. It never sends input. Every `detail` is a fixed literal.
+//! call the person back, or — when the person turned auto-continue on — type into the
+//! program at the reset ([`continuing`]). Every `detail` is a fixed literal.
+
+mod continuing;
 
 use std::time::Duration;
 
 use nightcrow_plugin_sdk::Now;
 use nightcrow_protocol::{Command, Generation, LogLevel, Token};
 
+use crate::auto::AutoContinue;
 use crate::provider::{Adapter, Observation, Sink};
 use crate::wait::{Wait, backoff, until_reset};
+use continuing::Step;
 
 /// Resume attempts per episode before the plugin stops and asks for the person.
 pub const MAX_ATTEMPTS: u32 = 4;
@@ -58,6 +63,13 @@ pub mod detail {
     pub const ATTEMPTS_USED_UP: &str = "resume attempts used up";
     pub const SESSION_UNKNOWN: &str = "session unknown; resume by hand";
     pub const EXITED_UNSEEN: &str = "ended while unwatched";
+    /// Waiting, and auto-continue will act at the deadline (clients say "auto-continue at").
+    pub const AUTO_CONTINUE: &str = "auto-continue";
+    pub const AUTO_CONTINUING: &str = "auto-continuing";
+    pub const AUTO_CONTINUED: &str = "auto-continued";
+    pub const AUTO_CONTINUE_USED_UP: &str = "auto-continue used up; continue the session";
+    pub const AUTO_CONTINUE_UNCONFIRMED: &str = "auto-continue not confirmed; continue the session";
+    pub const SCREEN_UNCLEAR: &str = "cannot tell what is on screen; continue the session";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +132,11 @@ enum Phase {
     NeedsAttention {
         resume_on_exit: Option<&'static str>,
     },
+    /// Auto-continue under way; `due`: when its step gives up (none while a turn runs).
+    Continuing {
+        step: Step,
+        due: Option<Duration>,
+    },
 }
 
 /// The last status sent, to send only real changes.
@@ -161,6 +178,14 @@ pub struct PaneMachine {
     heard_alive: bool,
     /// Resume a session whose exit nobody saw (docs/recovery.md, "After a restart").
     resume_unheard_exit: bool,
+    /// Auto-continue settings; `None`: off.
+    auto: Option<AutoContinue>,
+    /// Continues submitted in this episode.
+    continues: u32,
+    /// When continues were submitted (monotonic), for the per-day bound.
+    continued_at: Vec<Duration>,
+    /// The pane's screen from its last `pane_idle`, while no output has changed it since.
+    screen: Option<String>,
 }
 
 impl PaneMachine {
@@ -177,6 +202,10 @@ impl PaneMachine {
             typed_at: None,
             heard_alive: false,
             resume_unheard_exit: false,
+            auto: None,
+            continues: 0,
+            continued_at: Vec::new(),
+            screen: None,
             reported: Report {
                 state: state::IDLE,
                 detail: None,
@@ -192,14 +221,36 @@ impl PaneMachine {
         self.resume_unheard_exit = on;
     }
 
+    /// Turns auto-continue on with these settings (`None`: off).
+    pub fn auto_continue(&mut self, settings: Option<AutoContinue>) {
+        self.auto = settings;
+    }
+
     pub fn generation(&self) -> Generation {
         self.generation
     }
 
-    /// Output or idleness of the pane: it was seen running.
-    pub fn heard(&mut self, generation: Generation) {
+    /// Output of the pane: it was seen running, and its last screen is out of date.
+    pub fn output(&mut self, generation: Generation) {
         if generation == self.generation {
             self.heard_alive = true;
+            self.screen = None;
+        }
+    }
+
+    /// `pane_idle`: the pane is quiet and shows `screen`; an auto-continue may take its
+    /// next step.
+    pub fn idle(
+        &mut self,
+        generation: Generation,
+        screen: Option<String>,
+        now: Now,
+        out: &mut Vec<Command>,
+    ) {
+        if generation == self.generation {
+            self.heard_alive = true;
+            self.screen = screen;
+            self.continue_step(now, out);
         }
     }
 
@@ -255,6 +306,9 @@ impl PaneMachine {
             Phase::NeedsAttention {
                 resume_on_exit: Some(why),
             } => self.relaunch_or_give_up(why, now, out),
+            // The program ended under an auto-continue (it crashed, or the person quit it):
+            // the wait is over and the session known, so it is resumed.
+            Phase::Continuing { .. } => self.relaunch_or_give_up(detail::LIMIT_RESET, now, out),
             Phase::ProviderRetrying { until: Some(until) } => {
                 self.start_wait(WaitKind::Retry, until, now, out)
             }
@@ -311,7 +365,7 @@ impl PaneMachine {
                 let (over, kind, deadline) = (wait.observe(now), *kind, wait.deadline_epoch());
                 if over {
                     self.wait_over(kind, now, out);
-                } else if let Some(why) = kind.waiting_detail() {
+                } else if let Some(why) = self.waiting_detail(kind, now) {
                     // A clock jump moved the deadline: clients should see the new one.
                     self.report(out, state::WAITING_FOR_RESET, Some(why), Some(deadline));
                 }
@@ -321,6 +375,7 @@ impl PaneMachine {
                     self.start_backoff(detail::NOT_CONFIRMED, now, out);
                 }
             }
+            Phase::Continuing { .. } => self.continuing_tick(now, out),
             Phase::Idle | Phase::ProviderRetrying { .. } | Phase::NeedsAttention { .. } => {}
         }
     }
@@ -330,6 +385,7 @@ impl PaneMachine {
         let wait = match &self.phase {
             Phase::Waiting { wait, .. } => Some(wait.due_mono()),
             Phase::Resuming { confirm } => Some(confirm.due_mono()),
+            Phase::Continuing { .. } => self.continuing_wake(),
             Phase::Idle | Phase::ProviderRetrying { .. } | Phase::NeedsAttention { .. } => None,
         };
         [wait, self.adapter.next_poll()].into_iter().flatten().min()
@@ -405,15 +461,17 @@ impl PaneMachine {
             }
             Observation::Recovered | Observation::Continued => {
                 if self.episode_active() {
-                    self.end_episode();
                     let why = match observation {
                         Observation::Recovered => detail::RECOVERED,
+                        _ if self.auto_continued() => detail::AUTO_CONTINUED,
                         _ => detail::CONTINUED,
                     };
+                    self.end_episode();
                     self.report(out, state::IDLE, Some(why), None);
                 }
             }
             Observation::Ambiguous => self.needs_attention(detail::AMBIGUOUS, None, out),
+            Observation::TurnStarted => self.turn_started(now),
         }
     }
 
@@ -422,7 +480,7 @@ impl PaneMachine {
         self.reset_known = true;
         let wait = Wait::start(now, until_reset(until_epoch, now));
         self.phase = Phase::Waiting { wait, kind };
-        if let Some(why) = kind.waiting_detail() {
+        if let Some(why) = self.waiting_detail(kind, now) {
             self.report(
                 out,
                 state::WAITING_FOR_RESET,
@@ -443,9 +501,24 @@ impl PaneMachine {
         self.report(out, state::BACKOFF, Some(why), None);
     }
 
+    /// The `waiting_for_reset` detail: says so when auto-continue will act at the end.
+    fn waiting_detail(&self, kind: WaitKind, now: Now) -> Option<&'static str> {
+        if self.alive && self.may_auto_continue(kind, now) {
+            return Some(detail::AUTO_CONTINUE);
+        }
+        kind.waiting_detail()
+    }
+
     fn wait_over(&mut self, kind: WaitKind, now: Now, out: &mut Vec<Command>) {
-        if self.alive {
-            self.needs_attention(kind.continue_detail(), Some(kind.over_detail()), out);
+        if self.alive && self.may_auto_continue(kind, now) {
+            self.start_continuing(now, out);
+        } else if self.alive {
+            let why = if self.auto_continue_used_up(kind, now) {
+                detail::AUTO_CONTINUE_USED_UP
+            } else {
+                kind.continue_detail()
+            };
+            self.needs_attention(why, Some(kind.over_detail()), out);
         } else {
             self.relaunch_or_give_up(kind.over_detail(), now, out);
         }
@@ -512,6 +585,7 @@ impl PaneMachine {
 
     fn end_episode(&mut self) {
         self.phase = Phase::Idle;
+        self.continues = 0;
         self.attempts = 0;
         self.backoff_step = 0;
         self.reset_known = false;
@@ -605,6 +679,19 @@ mod tests {
         fn attention_after_resume(&self) -> bool {
             self.0.borrow().attention_after_resume
         }
+        /// The tests' screens are already read: `popup:N`, `prompt:TEXT`, anything else.
+        fn read_screen(&self, screen: &str) -> crate::provider::Screen {
+            use crate::provider::Screen;
+            if let Some(keep) = screen.strip_prefix("popup:") {
+                Screen::Popup { keep: keep.into() }
+            } else if let Some(typed) = screen.strip_prefix("prompt:") {
+                Screen::Prompt {
+                    typed: typed.into(),
+                }
+            } else {
+                Screen::Unknown
+            }
+        }
     }
 
     /// A pane plus a clock: each step returns the commands it produced, logs left out.
@@ -649,6 +736,40 @@ mod tests {
                 m.adapter.poll(now, &mut sink);
                 m.absorb(sink, now, out);
             })
+        }
+
+        /// Auto-continue on, `per_episode` and `per_day` bounds, the default text.
+        fn auto(per_episode: u32, per_day: u32) -> Rig {
+            let mut rig = Rig::new();
+            rig.machine.auto_continue(Some(AutoContinue {
+                text: "continue".into(),
+                per_episode,
+                per_day,
+            }));
+            rig
+        }
+
+        /// The pane falls quiet showing `screen` (see `Scripted::read_screen`).
+        fn idle(&mut self, screen: &str) -> Vec<String> {
+            let generation = self.machine.generation();
+            self.step(|m, now, out| m.idle(generation, Some(screen.into()), now, out))
+        }
+
+        /// The auto-continue steps from a quiet screen with the popup to the Enter.
+        fn continue_through_the_popup(&mut self) {
+            assert_eq!(self.idle("popup:2"), [r#"g1 type "2""#]);
+            assert_eq!(self.output_then_idle("prompt:"), [r#"g1 type "continue""#]);
+            assert_eq!(
+                self.output_then_idle("prompt:continue"),
+                [r#"g1 type "\r""#]
+            );
+        }
+
+        /// The program redraws (what was typed shows), then falls quiet with `screen`.
+        fn output_then_idle(&mut self, screen: &str) -> Vec<String> {
+            self.machine.output(self.machine.generation());
+            self.advance(10, 0);
+            self.idle(screen)
         }
 
         fn typed(&mut self) -> Vec<String> {
@@ -713,7 +834,10 @@ mod tests {
             }
             Command::Attention { generation, .. } => format!("g{generation} attention"),
             Command::Log { .. } => return None,
-            Command::SendInput { .. } | Command::WatchPane { .. } => unreachable!("never sent"),
+            Command::SendInput {
+                generation, data, ..
+            } => format!("g{generation} type {data:?}"),
+            Command::WatchPane { .. } => unreachable!("never sent"),
         })
     }
 
@@ -819,7 +943,7 @@ mod tests {
         for seen in [0, 1] {
             let mut rig = restarted();
             if seen == 0 {
-                rig.machine.heard(1);
+                rig.machine.output(1);
             } else {
                 rig.typed();
             }
@@ -1165,5 +1289,165 @@ mod tests {
         rig.observe(vec![Observation::GaveUp]);
         let out = rig.exit();
         assert_eq!(out[0], "g1 ready_to_resume (provider gave up)", "{out:?}");
+    }
+
+    #[test]
+    fn auto_continue_answers_the_popup_types_the_text_then_enter_and_ends_as_auto_continued() {
+        let mut rig = Rig::auto(1, 3);
+        assert_eq!(
+            rig.observe(limit(Some(600))),
+            [
+                "g1 limit_detected (usage limit) @600",
+                "g1 waiting_for_reset (auto-continue) @630"
+            ]
+        );
+        // The screen of a quiet pane is kept while the wait runs; output makes it stale.
+        assert!(rig.idle("popup:2").is_empty());
+        rig.machine.output(1);
+        assert_eq!(rig.advance(630, 0), ["g1 resuming (auto-continuing)"]);
+        rig.continue_through_the_popup();
+        // Enter was taken: a turn starts, then ends normally.
+        assert!(rig.observe(vec![Observation::TurnStarted]).is_empty());
+        assert!(
+            rig.advance(3600, 0).is_empty(),
+            "a running turn has no deadline"
+        );
+        assert_eq!(
+            rig.observe(vec![Observation::Continued]),
+            ["g1 idle (auto-continued)"]
+        );
+    }
+
+    #[test]
+    fn a_continue_into_the_limit_again_waits_for_the_new_reset_then_only_calls_the_person() {
+        let mut rig = Rig::auto(1, 3);
+        rig.observe(limit(Some(600)));
+        rig.advance(630, 0);
+        // A fresh quiet screen already there: the prompt is empty (popup dismissed).
+        assert_eq!(rig.idle("prompt:"), [r#"g1 type "continue""#]);
+        assert_eq!(rig.output_then_idle("prompt:continue"), [r#"g1 type "\r""#]);
+        assert_eq!(
+            rig.observe(vec![Observation::TurnStarted, limit(Some(2000)).remove(0)]),
+            [
+                "g1 limit_detected (usage limit) @2000",
+                // The bound is used up, so this wait does not promise a continue.
+                "g1 waiting_for_reset (usage limit) @2030"
+            ]
+        );
+        rig.idle("prompt:");
+        let now = (rig.now.wall_ms - T0) / 1000;
+        assert!(rig.advance((2029 - now) as u64, 0).is_empty());
+        assert_eq!(
+            rig.advance(1, 0),
+            [
+                "g1 needs_attention (auto-continue used up; continue the session)",
+                "g1 attention"
+            ]
+        );
+        assert!(rig.idle("prompt:").is_empty(), "nothing typed any more");
+    }
+
+    #[test]
+    fn no_input_while_a_person_typed_in_the_last_30_s() {
+        let mut rig = Rig::auto(1, 3);
+        rig.observe(limit(Some(600)));
+        rig.advance(620, 0);
+        rig.typed();
+        rig.idle("prompt:");
+        assert_eq!(rig.advance(10, 0), ["g1 resuming (auto-continuing)"]);
+        assert!(rig.advance(19, 0).is_empty(), "typed 29 s ago");
+        assert_eq!(
+            rig.machine.next_wake(),
+            Some(rig.now.mono + Duration::from_secs(1))
+        );
+        assert_eq!(rig.advance(1, 0), [r#"g1 type "continue""#]);
+    }
+
+    #[test]
+    fn what_cannot_be_read_or_confirmed_calls_the_person() {
+        // A screen that is neither the popup nor the empty prompt (the person's own text
+        // in the prompt, another program): the person is called, nothing typed.
+        for screen in ["prompt:half a sentence", "something else"] {
+            let mut rig = Rig::auto(1, 3);
+            rig.observe(limit(Some(600)));
+            rig.idle(screen);
+            assert_eq!(
+                rig.advance(630, 0),
+                [
+                    "g1 resuming (auto-continuing)",
+                    "g1 needs_attention (cannot tell what is on screen; continue the session)",
+                    "g1 attention"
+                ]
+            );
+            // Quitting then resumes the session, as after any call-back.
+            assert_eq!(rig.exit()[0], "g1 ready_to_resume (limit reset)");
+        }
+        // No quiet screen within two minutes (the program keeps printing).
+        let mut rig = Rig::auto(1, 3);
+        rig.observe(limit(Some(600)));
+        rig.advance(630, 0);
+        assert!(rig.advance(119, 0).is_empty());
+        assert_eq!(
+            rig.advance(1, 0)[0],
+            "g1 needs_attention (cannot tell what is on screen; continue the session)"
+        );
+        // Enter sent, but no turn starts.
+        let mut rig = Rig::auto(1, 3);
+        rig.observe(limit(Some(600)));
+        rig.advance(630, 0);
+        rig.idle("prompt:");
+        rig.output_then_idle("prompt:continue");
+        assert_eq!(
+            rig.advance(120, 0)[0],
+            "g1 needs_attention (auto-continue not confirmed; continue the session)"
+        );
+        // A text the prompt does not show as typed: no Enter.
+        let mut rig = Rig::auto(1, 3);
+        rig.observe(limit(Some(600)));
+        rig.advance(630, 0);
+        rig.idle("popup:2");
+        assert_eq!(
+            rig.output_then_idle("popup:2")[0],
+            "g1 needs_attention (cannot tell what is on screen; continue the session)"
+        );
+    }
+
+    #[test]
+    fn the_daily_bound_spans_episodes_and_an_exit_is_resumed_not_continued() {
+        let mut rig = Rig::auto(1, 1);
+        rig.observe(limit(Some(600)));
+        rig.advance(630, 0);
+        rig.idle("prompt:");
+        rig.output_then_idle("prompt:continue");
+        rig.observe(vec![Observation::TurnStarted, Observation::Continued]);
+        // A second limit the same day: only the person is called.
+        let now = (rig.now.wall_ms - T0) / 1000;
+        assert_eq!(
+            rig.observe(limit(Some(now + 100)))[1],
+            format!("g1 waiting_for_reset (usage limit) @{}", now + 130)
+        );
+        rig.idle("prompt:");
+        assert_eq!(
+            rig.advance(130, 0)[0],
+            "g1 needs_attention (auto-continue used up; continue the session)"
+        );
+        // A day later the bound has room again.
+        let mut rig = Rig::auto(1, 1);
+        rig.observe(limit(Some(600)));
+        rig.advance(630, 0);
+        rig.idle("prompt:");
+        rig.output_then_idle("prompt:continue");
+        rig.observe(vec![Observation::TurnStarted, Observation::Continued]);
+        rig.advance(24 * 3600, 0);
+        let now = (rig.now.wall_ms - T0) / 1000;
+        assert_eq!(
+            rig.observe(limit(Some(now + 100)))[1],
+            format!("g1 waiting_for_reset (auto-continue) @{}", now + 130)
+        );
+        // An exited pane is relaunched at the reset, never typed into.
+        let mut rig = Rig::auto(1, 3);
+        rig.observe(limit(Some(600)));
+        rig.exit();
+        assert_eq!(rig.advance(630, 0)[0], "g1 ready_to_resume (limit reset)");
     }
 }

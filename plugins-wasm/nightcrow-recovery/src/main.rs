@@ -2,14 +2,17 @@
 //!
 //! It watches Codex and OpenCode panes, notices usage limits and provider retries, shows
 //! them as `status`, waits for the reset, relaunches an exited pane with its session's
-//! resume arguments, and calls the person back (`attention`) when the pane is alive.
+//! resume arguments, and calls the person back (`attention`) when the pane is alive — or,
+//! when the person turned auto-continue on, types the configured text into it.
 //!
-//! **Invariants:** it never sends input, never writes files, never forwards transcript
-//! text or provider payloads (every `detail` is a literal in `machine::detail`, logs carry
-//! counts, provider names and parse-error kinds only), and it tracks a bounded number of
-//! panes and pending `watch_pane` requests.
+//! **Invariants:** it sends input only as an auto-continue the person turned on (bounded,
+//! after reading the screen; `machine::continuing`), never writes files, never forwards
+//! transcript or screen text or provider payloads (every `detail` is a literal in
+//! `machine::detail`, logs carry counts, provider names and parse-error kinds only), and
+//! it tracks a bounded number of panes and pending `watch_pane` requests.
 #![forbid(unsafe_code)]
 
+mod auto;
 mod codex;
 mod detect;
 mod machine;
@@ -20,9 +23,10 @@ mod wait;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use nightcrow_plugin_sdk::{Context, Now, PaneOpened, Plugin};
+use nightcrow_plugin_sdk::{Context, Now, PaneIdle, PaneOpened, Plugin};
 use nightcrow_protocol::{Command, Generation, LogLevel, Token};
 
+use auto::AutoContinue;
 use detect::{ProviderKind, detect};
 use machine::{Opened, PaneMachine};
 use provider::{Adapter, Env, OpenedPane, Sink};
@@ -40,6 +44,9 @@ struct Recovery {
     env: Env,
     /// `RESUME_AFTER_RESTART` (default on): see [`PaneMachine::resume_unheard_exits`].
     resume_after_restart: bool,
+    auto_continue: Option<AutoContinue>,
+    /// What reading the settings had to say, sent with the first callback.
+    startup_logs: Vec<(LogLevel, String)>,
     panes: BTreeMap<Token, PaneMachine>,
     /// Tokens given to us that are not provider panes; events for them are expected.
     ignored: VecDeque<Token>,
@@ -56,9 +63,13 @@ impl Recovery {
                 .as_deref(),
             Some("false" | "0" | "no" | "off")
         );
+        let mut startup_logs = Vec::new();
+        let auto_continue = AutoContinue::from_env(&env, &mut startup_logs);
         Recovery {
             env,
             resume_after_restart,
+            auto_continue,
+            startup_logs,
             panes: BTreeMap::new(),
             ignored: VecDeque::new(),
             watches: Vec::new(),
@@ -152,7 +163,10 @@ impl Plugin for Recovery {
     fn pane_opened(&mut self, ctx: &mut Context<'_>, pane: PaneOpened) {
         let now = ctx.now();
         self.watches.retain(|(token, _)| *token != pane.token);
-        let mut out = Vec::new();
+        let mut out: Vec<Command> = std::mem::take(&mut self.startup_logs)
+            .into_iter()
+            .map(|(level, message)| Command::Log { level, message })
+            .collect();
         let kind = pane.command.as_deref().and_then(detect);
         let (Some(kind), Some(command)) = (kind, pane.command.as_deref()) else {
             self.panes.remove(&pane.token);
@@ -196,6 +210,7 @@ impl Plugin for Recovery {
         } else if let Some(adapter) = build_adapter(kind, &facts, &self.env, &mut sink) {
             let mut machine = PaneMachine::new(pane.token.clone(), pane.generation, adapter);
             machine.resume_unheard_exits(self.resume_after_restart);
+            machine.auto_continue(self.auto_continue.clone());
             self.panes.insert(pane.token.clone(), machine);
         } else {
             self.ignore(pane.token);
@@ -236,12 +251,14 @@ impl Plugin for Recovery {
         _: String,
     ) {
         // Output text is never interpreted (SPEC §9: never parse human text); it only says
-        // the pane was seen running.
-        self.with_pane(ctx, token, |pane, _, _| pane.heard(generation));
+        // the pane was seen running and that its last screen is out of date.
+        self.with_pane(ctx, token, |pane, _, _| pane.output(generation));
     }
 
-    fn pane_idle(&mut self, ctx: &mut Context<'_>, token: Token, generation: Generation, _: u64) {
-        self.with_pane(ctx, token, |pane, _, _| pane.heard(generation));
+    fn pane_idle(&mut self, ctx: &mut Context<'_>, idle: PaneIdle) {
+        self.with_pane(ctx, idle.token, |pane, now, out| {
+            pane.idle(idle.generation, idle.screen, now, out)
+        });
     }
 
     fn timer(&mut self, ctx: &mut Context<'_>) {

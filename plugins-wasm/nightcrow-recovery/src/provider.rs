@@ -77,6 +77,23 @@ pub enum Observation {
     Continued,
     /// More than one session could be this pane's: never guess, never resume.
     Ambiguous,
+    /// The session started a turn (Codex: `task_started`): after an auto-continue, the
+    /// proof that the text was submitted, before the turn ends one way or the other.
+    TurnStarted,
+}
+
+/// What a provider's program shows, read from the pane's screen (`pane_idle.screen`) by
+/// the adapter that knows how that program draws itself. Only fixed markers are matched;
+/// nothing read here is reported or logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    /// A popup is open that a key answers; `keep` is the key of the option that keeps the
+    /// person's current choice (never one that changes a setting).
+    Popup { keep: String },
+    /// The prompt, ready for input; `typed` is what is in it (empty: nothing).
+    Prompt { typed: String },
+    /// Anything else, or not sure: never type into it.
+    Unknown,
 }
 
 /// Collects what an adapter reports during one call.
@@ -121,6 +138,12 @@ pub trait Adapter {
     /// Arguments that reopen this pane's session (`["resume", uuid]`,
     /// `["--session", id]`), or `None` when the session is unknown or ambiguous.
     fn resume_args(&self) -> Option<Vec<String>>;
+
+    /// What the program's screen shows (see [`Screen`]); `Unknown` unless the adapter has
+    /// checked how its program draws itself.
+    fn read_screen(&self, _screen: &str) -> Screen {
+        Screen::Unknown
+    }
 
     /// Whether a confirmed relaunch should also call the person back (`attention`): true
     /// when reopening the session does not by itself continue the interrupted work.

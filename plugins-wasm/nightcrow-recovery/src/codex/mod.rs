@@ -12,6 +12,7 @@
 //! the pane can have written to.
 
 mod rollout;
+mod screen;
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -22,8 +23,8 @@ use std::time::Duration;
 use nightcrow_plugin_sdk::Now;
 use nightcrow_protocol::{LineItem, LineSplitter, LogLevel};
 
-use crate::provider::{Adapter, Env, Observation, OpenedPane, Sink};
-use rollout::{SessionMeta, TurnEnd, Turns, civil_from_days};
+use crate::provider::{Adapter, Env, Observation, OpenedPane, Screen, Sink};
+use rollout::{SessionMeta, TurnEvent, Turns, civil_from_days};
 
 /// Longest rollout record read.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
@@ -177,9 +178,10 @@ impl Codex {
         }
         for end in ends {
             sink.observe(match end {
-                TurnEnd::Limit { .. } if ambiguous => Observation::Ambiguous,
-                TurnEnd::Limit { reset_epoch } => Observation::LimitHit { reset_epoch },
-                TurnEnd::Normal => Observation::Continued,
+                TurnEvent::Limit { .. } if ambiguous => Observation::Ambiguous,
+                TurnEvent::Limit { reset_epoch } => Observation::LimitHit { reset_epoch },
+                TurnEvent::Normal => Observation::Continued,
+                TurnEvent::Started => Observation::TurnStarted,
             });
         }
     }
@@ -269,6 +271,10 @@ impl Adapter for Codex {
         self.poll(now, sink);
     }
 
+    fn read_screen(&self, screen: &str) -> Screen {
+        screen::read(screen)
+    }
+
     fn resume_args(&self) -> Option<Vec<String>> {
         match self.candidates.as_slice() {
             [only] => Some(vec!["resume".to_owned(), only.uuid.clone()]),
@@ -289,7 +295,7 @@ impl Followed {
     }
 
     /// Reads on from the last offset, at most `budget` bytes; collects turn ends.
-    fn read(&mut self, budget: &mut usize, ends: &mut Vec<TurnEnd>, bad: &mut u64) {
+    fn read(&mut self, budget: &mut usize, ends: &mut Vec<TurnEvent>, bad: &mut u64) {
         let Ok(mut file) = File::open(&self.path) else {
             return;
         };

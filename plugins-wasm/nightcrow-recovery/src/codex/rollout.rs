@@ -20,9 +20,11 @@ pub struct SessionMeta {
     pub subagent: bool,
 }
 
-/// What a turn's end means.
+/// A turn's start, or what its end means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnEnd {
+pub enum TurnEvent {
+    /// A turn began (`task_started`).
+    Started,
     /// The turn stopped at a usage limit; reset time of the exhausted window if known.
     Limit { reset_epoch: Option<i64> },
     /// A normal turn (an agent message came back).
@@ -87,14 +89,17 @@ pub struct Turns {
 impl Turns {
     /// Feeds one record; a turn end comes out. Unknown envelope and payload types are
     /// skipped, as newer Codex versions add them freely.
-    pub fn record(&mut self, line: &str) -> Result<Option<TurnEnd>, BadRecord> {
+    pub fn record(&mut self, line: &str) -> Result<Option<TurnEvent>, BadRecord> {
         let envelope: Envelope = serde_json::from_str(line).map_err(|_| BadRecord::NotJson)?;
         if envelope.kind != "event_msg" {
             return Ok(None);
         }
         let payload = &envelope.payload;
         match payload["type"].as_str() {
-            Some("task_started" | "turn_started") => self.limits = None,
+            Some("task_started" | "turn_started") => {
+                self.limits = None;
+                return Ok(Some(TurnEvent::Started));
+            }
             Some("token_count") => self.limits = Some(limits(&payload["rate_limits"])),
             Some("task_complete" | "turn_complete") => {
                 let limits = self.limits.take();
@@ -103,10 +108,10 @@ impl Turns {
                 let no_answer = payload["last_agent_message"].is_null();
                 let reset_epoch = limits.and_then(|limits| limits.reset_epoch);
                 if error_says_limit || (no_answer && limits.is_some_and(|l| l.exhausted)) {
-                    return Ok(Some(TurnEnd::Limit { reset_epoch }));
+                    return Ok(Some(TurnEvent::Limit { reset_epoch }));
                 }
                 if !no_answer {
-                    return Ok(Some(TurnEnd::Normal));
+                    return Ok(Some(TurnEvent::Normal));
                 }
             }
             _ => {}
@@ -284,11 +289,12 @@ mod tests {
     }
 
     #[track_caller]
-    fn check(records: &[&str], expected: &[TurnEnd]) {
+    fn check(records: &[&str], expected: &[TurnEvent]) {
         let mut turns = Turns::default();
-        let ends: Vec<TurnEnd> = records
+        let ends: Vec<TurnEvent> = records
             .iter()
             .filter_map(|line| turns.record(line).expect("valid record"))
+            .filter(|event| *event != TurnEvent::Started)
             .collect();
         assert_eq!(ends, expected);
     }
@@ -316,7 +322,7 @@ mod tests {
         let full_secondary = r#"{"primary":{"used_percent":20,"window_minutes":300,"resets_at":1786000000},"secondary":{"used_percent":100,"window_minutes":10080,"resets_at":1786165193}}"#;
         let reached_only = r#"{"primary":{"used_percent":55,"window_minutes":300,"resets_at":1786000000},"secondary":null,"rate_limit_reached_type":"rate_limit_reached"}"#;
         let fine = r#"{"primary":{"used_percent":40,"window_minutes":300,"resets_at":1786000000},"secondary":null,"rate_limit_reached_type":null}"#;
-        let limit = |reset| TurnEnd::Limit { reset_epoch: reset };
+        let limit = |reset| TurnEvent::Limit { reset_epoch: reset };
         // (a) newer Codex: the error says so; the reset comes from the exhausted window.
         check(
             &[
@@ -369,7 +375,7 @@ mod tests {
                 &token_count(full_primary),
                 &complete(r#""done""#, ""),
             ],
-            &[TurnEnd::Normal],
+            &[TurnEvent::Normal],
         );
         check(&[STARTED, &token_count(fine), &complete("null", "")], &[]);
         let other_error = r#","error":{"message":"x","codex_error_info":{"response_too_many_failed_attempts":{"http_status_code":429}}}"#;
@@ -391,8 +397,20 @@ mod tests {
                 STARTED,
                 &complete(r#""ok""#, ""),
             ],
-            &[TurnEnd::Normal],
+            &[TurnEvent::Normal],
         );
+    }
+
+    #[test]
+    fn a_turn_start_is_told_before_its_end() {
+        let mut turns = Turns::default();
+        let events: Vec<TurnEvent> = [STARTED, &complete(r#""done""#, "")]
+            .iter()
+            .filter_map(|line| turns.record(line).expect("valid record"))
+            .collect();
+        assert_eq!(events, [TurnEvent::Started, TurnEvent::Normal]);
+        let alias = STARTED.replace("task_started", "turn_started");
+        assert_eq!(turns.record(&alias), Ok(Some(TurnEvent::Started)));
     }
 
     #[test]

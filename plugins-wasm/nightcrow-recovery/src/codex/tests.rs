@@ -71,10 +71,15 @@ fn at(mono_s: u64, wall_ms: i64) -> Now {
     }
 }
 
+/// What a poll observed of turn ends (turn starts matter only to auto-continue, which
+/// `rollout::tests` and the machine's tests cover).
 fn poll(codex: &mut Codex, now: Now) -> Vec<Observation> {
     let mut sink = Sink::default();
     codex.poll(now, &mut sink);
     sink.observations
+        .into_iter()
+        .filter(|observation| *observation != Observation::TurnStarted)
+        .collect()
 }
 
 fn append(path: &Path, text: &str) {
