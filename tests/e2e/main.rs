@@ -10,6 +10,8 @@
 //! - [`exhaustion`]: a background daemon under a low open-files limit against idle and slow
 //!   web connections and a plugin flooding `log`: `status` keeps answering, the log stays
 //!   small.
+//! - [`notify`]: the daemon's `[[notify]]` hooks with no client attached: a command gets
+//!   the event in its environment, a loopback HTTP receiver the ntfy-style POST.
 //! - [`overnight`]: the overnight case in a real terminal: the bundled plugin in the daemon
 //!   watching the interactive Codex stand-in and an OpenCode pane; keys never end an
 //!   episode, a quit or a crash while it is open resumes the session, a prompt that carries on
@@ -46,6 +48,7 @@ mod conformance;
 mod daemon;
 mod exhaustion;
 mod hostile;
+mod notify;
 mod overnight;
 mod plugin_cli;
 mod recovery;

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 pub use nightcrow_guard::{GuardLimits, Sandbox};
 pub use resolve::{
-    Config, LeaderKey, MAX_PLUGINS, PluginCommand, PluginConfig, Runtime, ShellConfig,
-    StartupCommand, TuiConfig, WebConfig,
+    Config, LeaderKey, MAX_NOTIFY_HOOKS, MAX_PLUGINS, NOTIFY_EVENTS, NotifyHook, PluginCommand,
+    PluginConfig, Runtime, ShellConfig, StartupCommand, TuiConfig, WebConfig,
 };
 
 /// The commented starter file `nightcrow init` writes; it parses to a valid config with the

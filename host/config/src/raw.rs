@@ -21,6 +21,8 @@ pub(crate) struct RawConfig {
     pub startup_command: Vec<RawStartupCommand>,
     #[serde(default)]
     pub plugin: Vec<RawPlugin>,
+    #[serde(default)]
+    pub notify: Vec<Spanned<RawNotify>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -98,4 +100,13 @@ pub(crate) struct RawSandbox {
     pub cpu_slice_ms: Option<Spanned<u32>>,
     pub cpu_percent: Option<Spanned<u32>>,
     pub cpu_window_secs: Option<Spanned<u32>>,
+}
+
+/// One `[[notify]]` hook as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNotify {
+    pub command: Option<Spanned<Vec<Spanned<String>>>>,
+    pub url: Option<Spanned<String>>,
+    pub events: Option<Spanned<Vec<Spanned<String>>>>,
 }

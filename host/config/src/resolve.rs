@@ -10,10 +10,18 @@ use std::time::Duration;
 use nightcrow_guard::{ConnectRule, GuardLimits, Sandbox};
 use toml::Spanned;
 
-use crate::raw::{RawConfig, RawPlugin, RawSandbox, RawWeb};
+use crate::raw::{RawConfig, RawNotify, RawPlugin, RawSandbox, RawWeb};
 
 /// Most `[[plugin]]` entries a config may declare.
 pub const MAX_PLUGINS: usize = 8;
+
+/// Most `[[notify]]` hooks a config may declare: each one is a process or a request per
+/// notice, and a phone needs one.
+pub const MAX_NOTIFY_HOOKS: usize = 8;
+
+/// The events a `[[notify]]` hook may ask for, as the daemon names them in
+/// `NIGHTCROW_EVENT` (the hub's notices; the daemon checks that the two lists agree).
+pub const NOTIFY_EVENTS: [&str; 4] = ["attention", "needs_attention", "auto_continued", "resumed"];
 
 /// Builtin plugins the daemon ships (`command = "builtin:<name>"`).
 const BUILTINS: &[&str] = &["nightcrow-recovery"];
@@ -27,6 +35,127 @@ pub struct Config {
     pub tui: TuiConfig,
     pub startup_commands: Vec<StartupCommand>,
     pub plugins: Vec<PluginConfig>,
+    /// `[[notify]]`, in file order.
+    pub notify_hooks: Vec<NotifyHook>,
+}
+
+/// One `[[notify]]` hook: a command, a URL, or both, told of the events it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyHook {
+    /// The program and its arguments, run without a shell; `~/` expanded.
+    pub command: Option<Vec<String>>,
+    /// An `http://` or `https://` address that gets a POST per notice (the way ntfy takes
+    /// one).
+    pub url: Option<String>,
+    /// Names from [`NOTIFY_EVENTS`], each once, in file order (all of them by default).
+    pub events: Vec<String>,
+}
+
+impl NotifyHook {
+    pub fn wants(&self, event: &str) -> bool {
+        self.events.iter().any(|wanted| wanted == event)
+    }
+}
+
+/// `[[notify]]` checked where it was written: at most [`MAX_NOTIFY_HOOKS`], each with a
+/// command or a URL, a command with a program, a URL that is HTTP(S), events that exist.
+fn resolve_notify(
+    raw: Vec<Spanned<RawNotify>>,
+    home: &Path,
+    problems: &mut Problems,
+) -> Vec<NotifyHook> {
+    if raw.len() > MAX_NOTIFY_HOOKS {
+        problems.push((
+            raw[MAX_NOTIFY_HOOKS].span(),
+            format!(
+                "{} [[notify]] hooks declared, at most {MAX_NOTIFY_HOOKS} allowed",
+                raw.len()
+            ),
+        ));
+    }
+    let mut hooks = Vec::with_capacity(raw.len());
+    for entry in raw {
+        let span = entry.span();
+        let entry = entry.into_inner();
+        if entry.command.is_none() && entry.url.is_none() {
+            problems.push((
+                span,
+                "[[notify]] needs a `command` (a program and its arguments) or a `url`, or both"
+                    .to_owned(),
+            ));
+        }
+        let command = entry.command.and_then(|command| {
+            let program = command.get_ref().first();
+            if program.is_none_or(|program| program.get_ref().trim().is_empty()) {
+                problems.push((
+                    command.span(),
+                    "notify command has no program: write it as a list, program first, like [\"notify-send\", \"nightcrow\"]".to_owned(),
+                ));
+                return None;
+            }
+            Some(
+                command
+                    .into_inner()
+                    .into_iter()
+                    .map(|arg| expand_home(arg.get_ref(), home))
+                    .collect(),
+            )
+        });
+        let url = entry.url.and_then(|url| {
+            let text = url.get_ref().trim();
+            let host = text
+                .strip_prefix("https://")
+                .or_else(|| text.strip_prefix("http://"))
+                .and_then(|rest| rest.split(['/', '?', '#']).next())
+                .filter(|host| !host.is_empty() && !host.contains(char::is_whitespace));
+            if host.is_none() {
+                problems.push((
+                    url.span(),
+                    format!(
+                        "notify url `{}` is not an http:// or https:// address with a host",
+                        url.get_ref()
+                    ),
+                ));
+                return None;
+            }
+            Some(text.to_owned())
+        });
+        let events = match entry.events {
+            None => NOTIFY_EVENTS.map(str::to_owned).to_vec(),
+            Some(events) if events.get_ref().is_empty() => {
+                problems.push((
+                    events.span(),
+                    "events is empty, so the hook would never run: name some, or remove the key for all of them".to_owned(),
+                ));
+                Vec::new()
+            }
+            Some(events) => {
+                let mut names: Vec<String> = Vec::new();
+                for event in events.into_inner() {
+                    let name = event.get_ref().trim();
+                    if !NOTIFY_EVENTS.contains(&name) {
+                        problems.push((
+                            event.span(),
+                            format!(
+                                "event `{}` is unknown; events: {}",
+                                event.get_ref(),
+                                NOTIFY_EVENTS.join(", ")
+                            ),
+                        ));
+                    } else if !names.iter().any(|known| known == name) {
+                        names.push(name.to_owned());
+                    }
+                }
+                names
+            }
+        };
+        hooks.push(NotifyHook {
+            command,
+            url,
+            events,
+        });
+    }
+    hooks
 }
 
 /// `[shell]`; `None` means the platform default (`$SHELL -lc`, `%ComSpec% /C`).
@@ -310,6 +439,7 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
             }),
         },
     };
+    let notify_hooks = resolve_notify(raw.notify, home, &mut problems);
     if !problems.is_empty() {
         problems.sort_by_key(|(span, _)| span.start);
         return Err(problems);
@@ -324,6 +454,7 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
         tui,
         startup_commands,
         plugins,
+        notify_hooks,
     })
 }
 

@@ -99,7 +99,7 @@ fn unknown_keys_name_their_position_and_a_likely_spelling() {
     check_errors(
         "[shel]\nprogram = \"/bin/zsh\"\n",
         &[
-            "1:2: unknown field `shel`, expected one of `shell`, `guard`, `web`, `tui`, `startup_command`, `plugin`; did you mean `shell`?",
+            "1:2: unknown field `shel`, expected one of `shell`, `guard`, `web`, `tui`, `startup_command`, `plugin`, `notify`; did you mean `shell`?",
         ],
     );
     // Nothing close: no guess.
@@ -375,4 +375,94 @@ fn web_hosts_and_the_secure_cookie_are_read_and_a_bad_host_is_positioned() {
             "2:24: hosts entry `evil.example/path` is not a host name or `name:port` as a browser sends it in `Host`",
         ],
     );
+}
+
+#[test]
+fn notify_hooks_are_a_command_a_url_or_both_for_the_events_named() {
+    assert!(parse_text("").unwrap().notify_hooks.is_empty());
+    let config = parse_text(
+        "[[notify]]\ncommand = [\"~/bin/tell\", \"nightcrow\", \"~/x\"]\n\n\
+         [[notify]]\nurl = \" https://ntfy.sh/my-topic \"\nevents = [\"needs_attention\", \"attention\", \"needs_attention\"]\n\n\
+         [[notify]]\ncommand = [\"notify-send\"]\nurl = \"http://127.0.0.1:8080/topic\"\nevents = [\"resumed\"]\n",
+    )
+    .unwrap();
+    let hooks = &config.notify_hooks;
+    assert_eq!(
+        hooks[0],
+        NotifyHook {
+            command: Some(vec![
+                "/home/a/bin/tell".to_owned(),
+                "nightcrow".to_owned(),
+                "/home/a/x".to_owned()
+            ]),
+            url: None,
+            events: NOTIFY_EVENTS.map(str::to_owned).to_vec(),
+        }
+    );
+    assert_eq!(
+        (hooks[1].command.as_ref(), hooks[1].url.as_deref()),
+        (None, Some("https://ntfy.sh/my-topic"))
+    );
+    assert_eq!(hooks[1].events, ["needs_attention", "attention"]);
+    assert!(hooks[1].wants("attention") && !hooks[1].wants("resumed"));
+    assert_eq!(
+        hooks[2].command.as_deref(),
+        Some(&["notify-send".to_owned()][..])
+    );
+    assert_eq!(hooks[2].url.as_deref(), Some("http://127.0.0.1:8080/topic"));
+    assert_eq!(hooks[2].events, ["resumed"]);
+}
+
+#[test]
+fn bad_notify_hooks_are_positioned() {
+    check_errors(
+        "[[notify]]\nevents = [\"attention\"]\n\n\
+         [[notify]]\ncommand = []\nurl = \"ntfy.sh/topic\"\n\n\
+         [[notify]]\ncommand = [\" \", \"x\"]\nurl = \"https:///path\"\nevents = [\"attention\", \"atention\", \"done\"]\n\n\
+         [[notify]]\nurl = \"https://ntfy.sh/t\"\nevents = []\n",
+        &[
+            "1:1: [[notify]] needs a `command` (a program and its arguments) or a `url`, or both",
+            "5:11: notify command has no program: write it as a list, program first, like [\"notify-send\", \"nightcrow\"]",
+            "6:7: notify url `ntfy.sh/topic` is not an http:// or https:// address with a host",
+            "9:11: notify command has no program: write it as a list, program first, like [\"notify-send\", \"nightcrow\"]",
+            "10:7: notify url `https:///path` is not an http:// or https:// address with a host",
+            "11:24: event `atention` is unknown; events: attention, needs_attention, auto_continued, resumed",
+            "11:36: event `done` is unknown; events: attention, needs_attention, auto_continued, resumed",
+            "15:10: events is empty, so the hook would never run: name some, or remove the key for all of them",
+        ],
+    );
+    check_errors(
+        "[[notify]]\nurl = \"https://ntfy.sh/t\"\nsound = \"loud\"\n",
+        &["3:1: unknown field `sound`, expected one of `command`, `url`, `events`"],
+    );
+}
+
+#[test]
+fn at_most_eight_notify_hooks() {
+    let nine = "[[notify]]\nurl = \"https://ntfy.sh/t\"\n".repeat(9);
+    check_errors(
+        &nine,
+        &["17:1: 9 [[notify]] hooks declared, at most 8 allowed"],
+    );
+}
+
+#[test]
+fn the_starter_notify_example_is_valid_once_uncommented() {
+    let example = [
+        "[[notify]]",
+        "url =",
+        "command = [\"notify-send\"",
+        "events =",
+    ];
+    let uncommented: Vec<&str> = STARTER_CONFIG
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(rest) if example.iter().any(|start| rest.starts_with(start)) => rest,
+            _ => line,
+        })
+        .collect();
+    let config = parse_text(&uncommented.join("\n")).unwrap();
+    assert_eq!(config.notify_hooks.len(), 1);
+    let hook = &config.notify_hooks[0];
+    assert!(hook.command.is_some() && hook.url.is_some(), "{hook:?}");
 }

@@ -3,7 +3,8 @@
 //! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the typed
 //! requests and answers spoken over it ([`message`]), the server that owns the hubs
 //! ([`server`]), the state journal a restart takes the hubs back from ([`journal`]) and the
-//! CLI's side of a connection ([`client`]); its file-descriptor budget
+//! CLI's side of a connection ([`client`]), the `[[notify]]` hooks ([`notify`]); its
+//! file-descriptor budget
 //! ([`fdlimit`]) and its rotating log file ([`logfile`]).
 //!
 //! It refuses to trust a file it did not install: an installed plugin runs only while its
@@ -17,6 +18,7 @@ pub mod journal;
 pub mod logfile;
 pub mod mapping;
 pub mod message;
+pub mod notify;
 pub mod registry;
 pub mod server;
 pub mod transport;

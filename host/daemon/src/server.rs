@@ -28,6 +28,7 @@ use crate::mapping::hub_config;
 use crate::message::{
     DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, RepoReload, RepoStatus, StatusAnswer,
 };
+use crate::notify::Notifier;
 use crate::transport::Claim;
 
 /// How long the journal's writer lets changes gather before it writes them: a burst (a
@@ -75,6 +76,8 @@ pub struct Daemon {
     /// includes every hub open when it was asked for.
     journal_wanted: AtomicU64,
     journal_written: watch::Sender<u64>,
+    /// The `[[notify]]` hooks, told every open hub's notices.
+    notifier: Arc<Notifier>,
 }
 
 struct State {
@@ -107,6 +110,7 @@ impl Daemon {
             journal_stop: Notify::new(),
             journal_wanted: AtomicU64::new(0),
             journal_written: watch::Sender::new(0),
+            notifier: Arc::new(Notifier::default()),
         })
     }
 
@@ -117,6 +121,8 @@ impl Daemon {
         mut claim: Claim,
         interrupted: impl std::future::Future<Output = ()>,
     ) {
+        let hooks = self.state.lock().await.config.notify_hooks.clone();
+        self.notifier.set_hooks(&hooks);
         // What a previous daemon had open comes back before any client is served.
         self.reopen_from_journal().await;
         let journal = tokio::spawn(Arc::clone(&self).keep_journal());
@@ -297,6 +303,7 @@ impl Daemon {
         let hub = Hub::spawn_restored(config, self.runtime.clone(), restored)
             .map_err(|error| error.to_string())?;
         tracing::info!(repo = %root.display(), "hub opened");
+        self.notifier.follow(root.clone(), hub.notices());
         state.hubs.insert(root.clone(), hub.clone());
         self.hubs_changed.notify_one();
         Ok((root, hub, true))
@@ -327,6 +334,7 @@ impl Daemon {
             // A new password applies at once; a new address or port at the next start.
             web.set_password_hash(config.web.password_hash.clone());
         }
+        self.notifier.set_hooks(&config.notify_hooks);
         state.config = config;
         let mut repos = Vec::new();
         for (root, hub) in &state.hubs {

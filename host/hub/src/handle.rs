@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use nightcrow_guard::PaneId;
 use nightcrow_plugin_host::Health;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::client::{ClientRequest, Frame, RecoveryReport};
 use crate::config::HubConfig;
+use crate::notice::Notice;
 use crate::snapshot::HubSnapshot;
 
 /// Requests waiting for the worker before callers wait in `send` (SPEC §6.1).
@@ -119,6 +120,8 @@ pub struct ReloadReport {
 pub struct HubHandle {
     pub(crate) requests: mpsc::Sender<Request>,
     pub(crate) snapshots: watch::Receiver<Arc<HubSnapshot>>,
+    /// Weak, so that a subscriber's stream ends with the worker.
+    pub(crate) notices: broadcast::WeakSender<Notice>,
 }
 
 impl HubHandle {
@@ -204,6 +207,18 @@ impl HubHandle {
     /// follows this.
     pub fn snapshots(&self) -> watch::Receiver<Arc<HubSnapshot>> {
         self.snapshots.clone()
+    }
+
+    /// The moments worth telling a person who is away ([`Notice`]), from now on, whether or
+    /// not a client is attached: the daemon's `[[notify]]` hooks follow this. What the hub
+    /// had before (restored panes included) is not news. A subscriber that reads too slowly
+    /// loses the oldest and gets `Lagged` with their number. The stream ends (`Closed`)
+    /// when the hub does.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        match self.notices.upgrade() {
+            Some(sender) => sender.subscribe(),
+            None => broadcast::channel(1).1,
+        }
     }
 
     /// A snapshot taken now, screens up to the last byte: for the journal's last write

@@ -87,10 +87,12 @@ impl Hub {
         let worker =
             worker::Worker::new(config, runtime, requests.downgrade(), receiver, restored)?;
         let snapshots = worker.snapshots();
+        let notices = worker.notice_sender();
         tokio::spawn(worker.run());
         Ok(HubHandle {
             requests,
             snapshots,
+            notices,
         })
     }
 }

@@ -216,8 +216,15 @@ impl Worker {
     }
 
     /// Queues `frame` for every client; one that is full has fallen behind and is
-    /// disconnected (its stream ends) rather than given a gap.
+    /// disconnected (its stream ends) rather than given a gap. A message that is news for a
+    /// person who is away is published as a notice too.
     pub(super) fn broadcast(&mut self, frame: Frame) {
+        if let Frame::Message(message) = &frame
+            && let Some(notice) = self.notices.observe(message)
+        {
+            // No subscriber is fine: nobody asked to be told.
+            let _ = self.notice_sender.send(notice);
+        }
         self.clients
             .retain(|client| match client.frames.try_send(frame.clone()) {
                 Ok(()) => true,

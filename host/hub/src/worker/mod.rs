@@ -25,11 +25,12 @@ use nightcrow_guard::{Guard, PaneId};
 use nightcrow_pane::{PaneEvent, PaneSize, PaneTable, Slot};
 use nightcrow_plugin_host::{PluginRuntime, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::Token;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::client::{Frame, HubMessage, RecoveryReport};
 use crate::config::{HubConfig, HubPlugin, StartupCommand};
 use crate::handle::{HubError, HubHandle, ReplyTo, Request};
+use crate::notice::{Notice, Notices};
 use crate::snapshot::{Clocks, HubSnapshot, PaneSnapshot};
 
 /// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
@@ -39,6 +40,10 @@ use crate::snapshot::{Clocks, HubSnapshot, PaneSnapshot};
 const PANE_EVENTS_PER_ROUND: usize = 64;
 /// Pane events queued from the pane threads; a full queue slows the children, not the hub.
 const PANE_EVENT_QUEUE: usize = 256;
+/// Notices kept for a subscriber that has not read them yet; one that falls further behind
+/// loses the oldest and is told how many. Notices are rare (a call-back, a resume), so this
+/// is hours of them.
+const NOTICE_QUEUE: usize = 64;
 
 /// Everything the hub knows about one pane slot beside the table's own slot. One record
 /// per token, so that forgetting a slot is one removal and no map can outlive another.
@@ -125,6 +130,10 @@ pub(crate) struct Worker {
     /// Set while pane output waits for a client that fell behind.
     paused: Option<clients::Pause>,
     journal: journal::Journal,
+    /// What the broadcasts mean to a person who is away, read once for every subscriber
+    /// of [`HubHandle::notices`].
+    notices: Notices,
+    notice_sender: broadcast::Sender<Notice>,
 }
 
 impl Worker {
@@ -165,16 +174,34 @@ impl Worker {
             next_client: 1,
             paused: None,
             journal: journal::Journal::new(),
+            notices: Notices::new(),
+            notice_sender: broadcast::Sender::new(NOTICE_QUEUE),
         };
         // Before anyone can subscribe, so the journal never sees the hub without its panes.
         worker.restore(restored);
         worker.open_startup_panes();
+        worker.notices_from_now();
         worker.publish_snapshot();
         Ok(worker)
     }
 
     pub(crate) fn snapshots(&self) -> watch::Receiver<Arc<HubSnapshot>> {
         self.journal.subscribe()
+    }
+
+    pub(crate) fn notice_sender(&self) -> broadcast::WeakSender<Notice> {
+        self.notice_sender.downgrade()
+    }
+
+    /// What the restored panes last reported is where the notices start from, as a client's
+    /// replay is: a restart tells nobody again what they were told before it.
+    fn notices_from_now(&mut self) {
+        for record in self.slots.values() {
+            if let Some(report) = &record.report {
+                self.notices.observe(&HubMessage::Recovery(report.clone()));
+            }
+        }
+        self.notices.observe(&HubMessage::Live);
     }
 
     pub(crate) async fn run(mut self) {
@@ -238,6 +265,7 @@ impl Worker {
                     let hub = HubHandle {
                         requests,
                         snapshots: self.snapshots(),
+                        notices: self.notice_sender(),
                     };
                     let _ = reply.send(self.attach(hub));
                 }

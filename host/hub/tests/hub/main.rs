@@ -7,6 +7,7 @@
 //! - `recovery`: exit, holds, relaunch, cancel, expiry, user input, budgets, `watch_pane`;
 //! - `reload`: plugin sets across reloads, supervision;
 //! - `restore`: a hub given a previous daemon's panes, and its snapshots;
+//! - `notices`: the moments published for a person who is away, with or without clients;
 //! - `hostile`: plugins that flood, spin or bomb memory while panes stream.
 #![cfg(unix)]
 
@@ -29,6 +30,7 @@ macro_rules! on_both_runtimes {
 }
 
 mod hostile;
+mod notices;
 mod panes;
 mod recovery;
 mod reload;
