@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nightcrow_config::LeaderKey;
+use nightcrow_config::TuiConfig;
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
@@ -15,7 +15,7 @@ pub fn run(
     home: &Home,
     dir: Option<&Path>,
     config: Option<&Path>,
-    leader: LeaderKey,
+    tui: TuiConfig,
 ) -> Result<(), Failure> {
     let other = |message: String| Failure::Other(message);
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -59,8 +59,9 @@ pub fn run(
         Ok::<_, Failure>((root, empty, attached))
     })?;
     let options = Options {
-        leader,
+        leader: tui.leader,
         create_first_pane,
+        notify: tui.notify,
     };
     let outcome = tokio
         .block_on(nightcrow_tui::run(Attachment { frames, requests }, options))

@@ -144,12 +144,12 @@ fn main() -> ExitCode {
             demo::run(tui)
         }
         Some(Action::Attach { dir }) => home().and_then(|home| {
-            let leader = load_config(cli.config.as_deref())?
-                .map(|config| config.tui.leader)
+            let tui = load_config(cli.config.as_deref())?
+                .map(|config| config.tui)
                 .unwrap_or_default();
             let config = cli.config.as_deref().map(std::path::absolute).transpose();
             let config = config.map_err(|e| Failure::Other(e.to_string()))?;
-            attach::run(&home, dir.as_deref(), config.as_deref(), leader)
+            attach::run(&home, dir.as_deref(), config.as_deref(), tui)
         }),
         Some(Action::Plugin(action)) => {
             install_logging(cli.log_format, "info", None);

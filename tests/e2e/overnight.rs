@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::recovery::opencode::{Server, after, sse_events};
-use crate::tui::Tui;
+use crate::tui::{Tui, shows_deadline};
 use crate::util::open_and_wait_for_status;
 
 const STAND_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo/codex");
@@ -82,11 +82,7 @@ impl Codex {
         // The plugin says `limit_detected` first; the wait follows once the reset is known.
         self.tui.wait_for("the wait's marker and chip", |screen| {
             screen.starts_with(" 1:agent⏳")
-                && screen
-                    .lines()
-                    .last()
-                    .unwrap()
-                    .contains("waiting_for_reset · until ")
+                && shows_deadline(screen.lines().last().unwrap(), "waiting_for_reset")
         });
         self.session()
     }
@@ -258,11 +254,7 @@ fn codex_killed_during_the_wait_is_resumed_once_the_wait_is_over() {
     assert!(killed.success());
     // Exited and held: the marker and the deadline stay, the screen too.
     let held = tui.wait_for("the exited held pane", |screen| {
-        screen
-            .lines()
-            .last()
-            .unwrap()
-            .contains("waiting_for_reset · until ")
+        shows_deadline(screen.lines().last().unwrap(), "waiting_for_reset")
             && screen.contains("1:agent exited")
     });
     assert!(held.starts_with(" 1:agent⏳"), "{held}");
@@ -349,10 +341,9 @@ fn a_client_attaching_after_the_exit_sees_the_last_screen_the_name_and_the_wait(
     tui.wait_for("the late client's tab, screen and chip", |screen| {
         screen.starts_with(" 1:agent⏳")
             && Tui::pane_text(screen).contains("You've hit your usage limit")
-            && screen
-                .lines()
-                .last()
-                .unwrap()
-                .contains("exited with code 1 · waiting_for_reset · until ")
+            && screen.lines().last().is_some_and(|chip| {
+                chip.contains("exited with code 1 · waiting_for_reset · ")
+                    && shows_deadline(chip, "waiting_for_reset")
+            })
     });
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::daemon::{TestDaemon, attach, tokio_runtime, until, wait_until};
 use crate::overnight::Codex;
-use crate::tui::Tui;
+use crate::tui::{Tui, shows_deadline};
 use crate::util::nightcrow;
 
 fn journal(home: &Path) -> Option<Value> {
@@ -56,11 +56,7 @@ fn a_daemon_killed_at_the_limit_comes_back_and_resumes_the_session_at_the_reset(
         |screen| {
             screen.starts_with(" 1:agent⏳")
                 && Tui::pane_text(screen).contains("You've hit your usage limit")
-                && screen
-                    .lines()
-                    .last()
-                    .unwrap()
-                    .contains("waiting_for_reset · until ")
+                && shows_deadline(screen.lines().last().unwrap(), "waiting_for_reset")
         },
     );
     // At the original reset + 30 s, not before: the session, resumed in the same tab.

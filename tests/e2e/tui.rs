@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nightcrow_test_plugin_artifacts as guests;
 
@@ -441,7 +441,10 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
         chip.contains("exited with code 0 · backoff · attempt 1 · scripted"),
         "{untimed}"
     );
-    assert!(!chip.contains("until"), "no deadline, no time: {untimed}");
+    assert!(
+        !shows_deadline(chip, "backoff") && !chip.contains(" ago)"),
+        "no deadline, no time: {untimed}"
+    );
 
     // The timed pane exits: its deadline (1771890527 is 23:48 UTC) and attempt.
     tui.leader("1");
@@ -454,7 +457,8 @@ fn recovery_shows_as_markers_and_chips_attention_marks_and_cancel_ends_a_hold() 
     });
     let chip = timed.lines().last().unwrap();
     assert!(
-        chip.contains("waiting_for_reset · until 23:48 · attempt 1 · scripted"),
+        chip.contains("waiting_for_reset · 2026-02-23 23:48 (")
+            && chip.contains(" ago) · attempt 1 · scripted"),
         "{timed}"
     );
 
@@ -641,7 +645,7 @@ fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_in_the_same_tab() {
     tui.wait_for("the countdown marker beside the limit", |screen| {
         screen.starts_with(" 1:codex⏳")
             && screen.contains("You've hit your usage limit")
-            && screen.contains("waiting_for_reset · until ")
+            && shows_deadline(screen.lines().last().unwrap(), "waiting_for_reset")
     });
     // The stand-in's limit resets in 10 s, and the plugin waits 30 s more.
     let relaunched = tui.wait_within(Duration::from_secs(120), "the relaunched tab", |screen| {
@@ -657,4 +661,114 @@ fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_in_the_same_tab() {
         "{ended}"
     );
     assert!(ended.contains("EXITED 0"), "{ended}");
+}
+
+/// Whether `line` shows `state` with its deadline: `state · HH:MM (…)`, or with the date,
+/// `state · YYYY-MM-DD HH:MM (…)`.
+pub(crate) fn shows_deadline(line: &str, state: &str) -> bool {
+    let prefix = format!("{state} · ");
+    line.match_indices(&prefix).any(|(at, _)| {
+        let rest = &line[at + prefix.len()..];
+        let Some((time, _)) = rest.split_once(" (") else {
+            return false;
+        };
+        let shape: String = time
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+            .collect();
+        shape == "99:99" || shape == "9999-99-99 99:99"
+    })
+}
+
+/// A pane whose plugin (the scripted guest) calls for attention on `PING` and, when the
+/// pane exits, reports a wait until `DEADLINE`; notifications by OSC 777.
+const COUNTDOWN: &str = r#"
+[shell]
+program = "/bin/sh"
+command_args = ["-c"]
+
+[tui]
+notify = "osc777"
+
+[[plugin]]
+name = "timed"
+command = "SCRIPTED"
+enabled = true
+args = ["exit_status=waiting_for_reset", "deadline_epoch=DEADLINE", "attention_on=PING"]
+
+[[startup_command]]
+name = "timed"
+command = "echo timed-ready; while [ ! -e ping ]; do sleep 0.1; done; echo PING; read go; exit 0"
+plugin = "timed"
+"#;
+
+/// The chip counts down between two looks at the screen, the tab marker stays `⏳HH:MM`,
+/// and an attention reaches the outer terminal as one OSC 777 notification, wrapped for
+/// tmux's passthrough (the TUI runs inside tmux), read from the bytes the TUI wrote.
+#[test]
+fn the_chip_counts_down_and_attention_reaches_the_outer_terminal_as_a_notification() {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // Under a minute away by the time the pane exits: the chip counts in seconds.
+    let deadline = now + 50;
+    let until = format!("{:02}:{:02}", deadline / 3600 % 24, deadline / 60 % 60);
+    let config = COUNTDOWN
+        .replace("SCRIPTED", guests::SCRIPTED_WASM)
+        .replace("DEADLINE", &deadline.to_string());
+    let Some(tui) = Tui::attach(&config) else {
+        return;
+    };
+    tui.wait_for_text("timed-ready");
+    let written = tui.home().join("written-to-the-terminal");
+    let piped = tui
+        .tmux()
+        .args(["pipe-pane", "-O"])
+        .arg(format!("cat >> '{}'", written.display()))
+        .status()
+        .unwrap();
+    assert!(piped.success());
+
+    std::fs::write(tui.repo().join("ping"), "").unwrap();
+    let wrapped = "\x1bPtmux;\x1b\x1b]777;notify;nightcrow;pane 1 wants you back\x07\x1b\\";
+    let started = Instant::now();
+    loop {
+        let bytes = std::fs::read(&written).unwrap_or_default();
+        if String::from_utf8_lossy(&bytes).contains(wrapped) {
+            break;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "no notification in what the TUI wrote: {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let screen = tui.wait_for_text("1:timed wants you back");
+    assert!(!screen.contains("notify"), "the sequence shows: {screen}");
+
+    tui.type_line("go");
+    let chip_of = |screen: &str| screen.lines().last().unwrap().to_owned();
+    let first = tui.wait_for("the countdown chip", |screen| {
+        screen.starts_with(&format!(" 1:timed⏳{until}⚠1 "))
+            && chip_of(screen).contains(&format!("waiting_for_reset · {until} ("))
+            && chip_of(screen).contains(" s) · attempt 1 · scripted")
+    });
+    let later = tui.wait_within(Duration::from_secs(5), "the chip to count down", |screen| {
+        chip_of(screen) != chip_of(&first)
+    });
+    let seconds = |screen: &str| -> u64 {
+        let chip = chip_of(screen);
+        let left = chip.split_once(" (in ").expect("time left").1;
+        left.split_once(" s)").expect("seconds").0.parse().unwrap()
+    };
+    assert!(seconds(&later) < seconds(&first), "{first}\n{later}");
+    assert!(
+        later.starts_with(&format!(" 1:timed⏳{until}⚠1 ")),
+        "the marker stays short: {later}"
+    );
+    // One event, one notification.
+    let all = String::from_utf8_lossy(&std::fs::read(&written).unwrap()).into_owned();
+    assert_eq!(all.matches("]777;").count(), 1, "{all:?}");
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub use nightcrow_guard::{GuardLimits, Sandbox};
 pub use resolve::{
     Config, LeaderKey, MAX_NOTIFY_HOOKS, MAX_PLUGINS, NOTIFY_EVENTS, NotifyHook, PluginCommand,
-    PluginConfig, Runtime, ShellConfig, StartupCommand, TuiConfig, WebConfig,
+    PluginConfig, Runtime, ShellConfig, StartupCommand, TuiConfig, TuiNotify, WebConfig,
 };
 
 /// The commented starter file `nightcrow init` writes; it parses to a valid config with the

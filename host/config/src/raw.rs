@@ -54,6 +54,7 @@ pub(crate) struct RawWeb {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTui {
     pub leader: Option<Spanned<String>>,
+    pub notify: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

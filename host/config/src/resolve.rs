@@ -292,6 +292,52 @@ fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TuiConfig {
     pub leader: LeaderKey,
+    pub notify: TuiNotify,
+}
+
+/// `[tui] notify`: how the terminal client raises a desktop notification through the
+/// person's terminal when a pane wants them back or recovery carried on without them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TuiNotify {
+    /// Whatever the terminal is known to support, else the bell.
+    #[default]
+    Auto,
+    /// `ESC ] 9 ; text BEL` (iTerm2, WezTerm, ghostty, kitty).
+    Osc9,
+    /// `ESC ] 777 ; notify ; title ; body BEL` (foot, WezTerm, ghostty, urxvt's notify).
+    Osc777,
+    /// `ESC ] 99 ; ; text ESC \` (kitty's own protocol).
+    Osc99,
+    /// The bell alone.
+    Bell,
+    /// Nothing.
+    Off,
+}
+
+impl TuiNotify {
+    const NAMES: [(&'static str, TuiNotify); 6] = [
+        ("auto", TuiNotify::Auto),
+        ("osc9", TuiNotify::Osc9),
+        ("osc777", TuiNotify::Osc777),
+        ("osc99", TuiNotify::Osc99),
+        ("bell", TuiNotify::Bell),
+        ("off", TuiNotify::Off),
+    ];
+
+    /// One of the names above, exactly; the message lists them.
+    pub fn parse(text: &str) -> Result<TuiNotify, String> {
+        TuiNotify::NAMES
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|(_, notify)| *notify)
+            .ok_or_else(|| {
+                let names: Vec<String> = TuiNotify::NAMES
+                    .iter()
+                    .map(|(name, _)| format!("`{name}`"))
+                    .collect();
+                format!("notify `{text}` is not one of {}", names.join(", "))
+            })
+    }
 }
 
 /// The key that starts a TUI command: a Ctrl+letter chord, written `ctrl-f` in the file.
@@ -436,6 +482,13 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
             Some(leader) => LeaderKey::parse(leader.get_ref()).unwrap_or_else(|message| {
                 problems.push((leader.span(), message));
                 LeaderKey::default()
+            }),
+        },
+        notify: match raw.tui.notify {
+            None => TuiNotify::default(),
+            Some(notify) => TuiNotify::parse(notify.get_ref()).unwrap_or_else(|message| {
+                problems.push((notify.span(), message));
+                TuiNotify::default()
             }),
         },
     };

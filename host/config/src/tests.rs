@@ -336,6 +336,30 @@ fn the_tui_leader_is_a_ctrl_letter_and_a_bad_one_is_positioned() {
 }
 
 #[test]
+fn the_tui_notify_style_is_one_of_its_names_and_a_bad_one_is_positioned() {
+    assert_eq!(parse_text("").unwrap().tui.notify, TuiNotify::Auto);
+    for (name, notify) in [
+        ("auto", TuiNotify::Auto),
+        ("osc9", TuiNotify::Osc9),
+        ("osc777", TuiNotify::Osc777),
+        ("osc99", TuiNotify::Osc99),
+        ("bell", TuiNotify::Bell),
+        ("off", TuiNotify::Off),
+    ] {
+        let config = parse_text(&format!("[tui]\nnotify = \"{name}\"\n")).unwrap();
+        assert_eq!(config.tui.notify, notify, "{name}");
+    }
+    check_errors(
+        "[tui]\nleader = \"ctrl-a\"\nnotify = \"OSC9\"\n",
+        &["3:10: notify `OSC9` is not one of `auto`, `osc9`, `osc777`, `osc99`, `bell`, `off`"],
+    );
+    check_errors(
+        "[tui]\nnotify = true\n",
+        &["2:10: invalid type: boolean `true`, expected a string"],
+    );
+}
+
+#[test]
 fn the_web_client_binds_beyond_loopback_only_when_told_it_is_insecure() {
     let config = parse_text("[web]\nbind = \"::1\"\nenabled = true\n").unwrap();
     assert_eq!(

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use nightcrow_config::LeaderKey;
-use nightcrow_hub::{ClientRequest, Frame, HubMessage, RecoveryReport};
+use nightcrow_hub::{ClientRequest, Frame, HubMessage, Notice, Notices, RecoveryReport};
 
-use crate::format::Recovery;
+use crate::format::{Clock, Recovery};
 
 /// Lines of history each pane keeps for scrollback mode.
 const SCROLLBACK_LINES: usize = 5_000;
@@ -188,7 +188,9 @@ impl Pane {
 
     /// The marker on this pane's tab, if recovery is under way.
     pub fn marker(&self) -> Option<String> {
-        self.recovery.as_ref().map(Recovery::marker)
+        self.recovery
+            .as_ref()
+            .map(|recovery| recovery.marker(&chrono::Local))
     }
 
     /// Exited with its plugin about to act on it (a hold and a report of recovery under
@@ -241,6 +243,10 @@ pub struct App {
     pub dirty: bool,
     /// The person's terminal should ring (attention on a pane).
     pub bell: bool,
+    /// Reads the hub's messages for the moments worth a desktop notification.
+    notices: Notices,
+    /// Notices not yet written to the person's terminal (it writes them with the next draw).
+    pub untold: Vec<Notice>,
     pub outcome: Option<Outcome>,
     /// Times a pane's output was skipped ahead (see [`SKIP_AHEAD_AT`]).
     pub skips: u64,
@@ -266,6 +272,8 @@ impl App {
             notice: None,
             dirty: true,
             bell: false,
+            notices: Notices::new(),
+            untold: Vec::new(),
             outcome: None,
             skips: 0,
             create_on_hello: create_first_pane,
@@ -348,8 +356,21 @@ impl App {
                 }
                 Vec::new()
             }
-            Frame::Message(message) => self.on_message(message),
+            Frame::Message(message) => {
+                if let Some(notice) = self.notices.observe(&message) {
+                    self.untold.push(notice);
+                }
+                self.on_message(message)
+            }
         }
+    }
+
+    /// Whether the screen shows a chip that counts down (the pane in view has a deadline),
+    /// so it must be drawn again as the seconds pass.
+    pub fn counting_down(&self) -> bool {
+        self.active_pane()
+            .and_then(|pane| pane.recovery.as_ref())
+            .is_some_and(Recovery::counts_down)
     }
 
     fn on_message(&mut self, message: HubMessage) -> Vec<ClientRequest> {
@@ -476,7 +497,7 @@ impl App {
         let label = self.label(index);
         let pane = &mut self.panes[index];
         if report.is_active() {
-            pane.recovery = Some(Recovery::from_report(&report, &chrono::Local));
+            pane.recovery = Some(Recovery::from_report(&report));
             return;
         }
         let was_shown = pane.recovery.take().is_some();
@@ -514,7 +535,7 @@ impl App {
         let text = match (target.alive, &target.recovery) {
             (true, Some(recovery)) => format!(
                 "nothing to cancel: {label} is running, not held; its plugin goes on ({})",
-                recovery.chip()
+                recovery.chip(&Clock::local())
             ),
             (true, None) => format!("nothing to cancel: {label} is running, nothing is held"),
             (false, _) => format!(

@@ -331,6 +331,49 @@ fn attention_marks_a_pane_out_of_view_until_it_is_viewed() {
 }
 
 #[test]
+fn news_after_the_replay_is_kept_to_be_told_once() {
+    let mut app = app();
+    app.on_frame(Frame::Message(HubMessage::Hello { version: 1 }));
+    created(&mut app, 1);
+    created(&mut app, 2);
+    // The replay is what was true before this client came: nothing to tell.
+    app.on_frame(report(1, "needs_attention"));
+    assert!(app.untold.is_empty());
+    app.on_frame(Frame::Message(HubMessage::Live));
+    app.on_frame(Frame::Message(HubMessage::Attention { pane: 2 }));
+    app.on_frame(report(1, "needs_attention"));
+    app.on_frame(report(2, "needs_attention"));
+    app.on_frame(Frame::Message(HubMessage::Attention { pane: 2 }));
+    let told: Vec<String> = app.untold.iter().map(|notice| notice.text()).collect();
+    assert_eq!(told, ["pane 2 wants you back", "pane 2 needs you"]);
+}
+
+#[test]
+fn a_deadline_in_view_counts_down() {
+    let mut app = app();
+    created(&mut app, 1);
+    created(&mut app, 2);
+    assert!(!app.counting_down());
+    let timed = |pane| {
+        Frame::Message(HubMessage::Recovery(RecoveryReport {
+            pane,
+            state: "waiting_for_reset".to_owned(),
+            detail: None,
+            deadline_epoch: Some(1_771_890_527),
+            attempt: 0,
+        }))
+    };
+    app.on_frame(timed(2));
+    assert!(!app.counting_down(), "its chip is not on screen");
+    app.on_frame(report(1, "backoff"));
+    assert!(!app.counting_down(), "no deadline, nothing counts");
+    app.on_frame(timed(1));
+    assert!(app.counting_down());
+    app.on_frame(report(1, "idle"));
+    assert!(!app.counting_down());
+}
+
+#[test]
 fn output_past_the_limit_is_skipped_ahead_to_its_latest_bytes() {
     let mut app = app();
     created(&mut app, 1);

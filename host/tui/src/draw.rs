@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
 use crate::app::{App, Mode, Pane};
-use crate::format::{TAB_WIDTH, tab_label, truncate};
+use crate::format::{Clock, TAB_WIDTH, tab_label, truncate};
 use crate::input::key_table;
 
 pub fn draw(frame: &mut Frame, app: &App) {
@@ -117,7 +117,9 @@ fn notice_line(app: &App, width: u16) -> Line<'static> {
             ));
         }
         if let Some(recovery) = &pane.recovery {
-            let chip = truncate(&recovery.chip(), width.saturating_sub(used));
+            // Drawn against the wall clock: the run loop redraws every second while a
+            // chip counts down.
+            let chip = truncate(&recovery.chip(&Clock::local()), width.saturating_sub(used));
             used += chip.width();
             spans.push(Span::styled(
                 chip,

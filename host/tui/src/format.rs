@@ -11,37 +11,59 @@ pub const TAB_WIDTH: usize = 28;
 /// Widest the plugin's detail text may be inside the chip.
 pub const DETAIL_WIDTH: usize = 40;
 
-/// A recovery report as the screen shows it: the deadline already turned into the local
-/// `HH:MM` it is drawn as (no deadline, no time: never a guess).
+/// The detail the bundled plugin reports while it will continue the session by itself at
+/// the deadline: the chip says `auto-continue at 14:05 (…)` instead of repeating it.
+pub const AUTO_CONTINUE: &str = "auto-continue";
+
+/// What the screen is drawn against: the time now and the zone deadlines are read in (the
+/// TUI passes the wall clock and `chrono::Local`; tests a fixed pair).
+#[derive(Debug, Clone, Copy)]
+pub struct Clock<Tz: TimeZone> {
+    pub now_epoch: i64,
+    pub zone: Tz,
+}
+
+impl Clock<chrono::Local> {
+    /// The wall clock in the local zone.
+    pub fn local() -> Clock<chrono::Local> {
+        Clock {
+            now_epoch: chrono::Utc::now().timestamp(),
+            zone: chrono::Local,
+        }
+    }
+}
+
+/// A recovery report as the screen shows it. The deadline stays an instant, so the chip
+/// counts down against the clock it is drawn with (no deadline, no time: never a guess).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovery {
     pub state: String,
     pub detail: Option<String>,
-    pub until: Option<String>,
+    pub deadline_epoch: Option<i64>,
     pub attempt: u32,
 }
 
 impl Recovery {
-    /// The report with its deadline in `zone` (the TUI passes `chrono::Local`).
-    pub fn from_report<Tz: TimeZone>(report: &RecoveryReport, zone: &Tz) -> Recovery {
+    pub fn from_report(report: &RecoveryReport) -> Recovery {
         Recovery {
             state: report.state.clone(),
             detail: report.detail.clone(),
-            until: report
-                .deadline_epoch
-                .and_then(|epoch| zone.timestamp_opt(epoch, 0).single())
-                .map(|time| time.naive_local().format("%H:%M").to_string()),
+            deadline_epoch: report.deadline_epoch,
             attempt: report.attempt,
         }
     }
 
-    /// The tab marker: `⏳HH:MM` for a deadline, `⚠N` for a retry, both when both hold,
-    /// a bare `⏳` when neither does.
-    pub fn marker(&self) -> String {
+    /// The tab marker: `⏳HH:MM` for a deadline (local time in `zone`), `⚠N` for a retry,
+    /// both when both hold, a bare `⏳` when neither does. It does not count down: a tab
+    /// stays short.
+    pub fn marker<Tz: TimeZone>(&self, zone: &Tz) -> String {
         let mut marker = String::new();
-        if let Some(until) = &self.until {
+        if let Some(until) = self
+            .deadline_epoch
+            .and_then(|epoch| zone.timestamp_opt(epoch, 0).single())
+        {
             marker.push('⏳');
-            marker.push_str(until);
+            marker.push_str(&until.naive_local().format("%H:%M").to_string());
         }
         if self.attempt > 0 {
             marker.push_str(&format!("⚠{}", self.attempt));
@@ -52,20 +74,34 @@ impl Recovery {
         marker
     }
 
-    /// The chip on the notice row: `state · until HH:MM · attempt N · detail`, each part
-    /// only when it is known, the detail cut to [`DETAIL_WIDTH`] columns.
-    pub fn chip(&self) -> String {
+    /// The chip on the notice row at `clock`: `state · 14:05 (in 1 h 47 min) · attempt N ·
+    /// detail`, or `state · auto-continue at 14:05 (in 1 h 47 min) · attempt N` when that is
+    /// what the deadline brings; each part only when it is known, the detail cut to
+    /// [`DETAIL_WIDTH`] columns.
+    pub fn chip<Tz: TimeZone>(&self, clock: &Clock<Tz>) -> String {
         let mut parts = vec![self.state.clone()];
-        if let Some(until) = &self.until {
-            parts.push(format!("until {until}"));
+        let mut detail = self.detail.as_deref().filter(|d| !d.trim().is_empty());
+        if let Some(epoch) = self.deadline_epoch {
+            let time = deadline_text(epoch, clock.now_epoch, &clock.zone);
+            if detail == Some(AUTO_CONTINUE) {
+                parts.push(format!("{AUTO_CONTINUE} at {time}"));
+                detail = None;
+            } else {
+                parts.push(time);
+            }
         }
         if self.attempt > 0 {
             parts.push(format!("attempt {}", self.attempt));
         }
-        if let Some(detail) = self.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+        if let Some(detail) = detail {
             parts.push(truncate(&single_line(detail), DETAIL_WIDTH));
         }
         parts.join(" · ")
+    }
+
+    /// Whether the chip changes as time passes.
+    pub fn counts_down(&self) -> bool {
+        self.deadline_epoch.is_some()
     }
 }
 
@@ -174,46 +210,115 @@ mod tests {
         }
     }
 
+    /// 2026-02-23 23:48:47 UTC.
+    const NOW: i64 = 1_771_890_527;
+
+    fn utc() -> FixedOffset {
+        FixedOffset::east_opt(0).unwrap()
+    }
+
     #[test]
-    fn deadlines_are_drawn_in_the_zone_given() {
-        // 2026-02-23 23:48:47 UTC.
-        let epoch = 1_771_890_527;
-        let utc = FixedOffset::east_opt(0).unwrap();
+    fn markers_are_drawn_in_the_zone_given_and_do_not_count_down() {
         let tokyo = FixedOffset::east_opt(9 * 3600).unwrap();
-        let until = |zone| Recovery::from_report(&report(Some(epoch), 0, None), &zone).until;
-        assert_eq!(until(utc).as_deref(), Some("23:48"));
-        assert_eq!(until(tokyo).as_deref(), Some("08:48"));
-        assert_eq!(
-            Recovery::from_report(&report(None, 0, None), &utc).until,
-            None
-        );
+        let timed = Recovery::from_report(&report(Some(NOW), 0, None));
+        assert_eq!(timed.marker(&utc()), "⏳23:48");
+        assert_eq!(timed.marker(&tokyo), "⏳08:48");
+        let untimed = Recovery::from_report(&report(None, 0, None));
+        assert_eq!(untimed.marker(&utc()), "⏳");
+        assert!(timed.counts_down() && !untimed.counts_down());
     }
 
     #[test]
     fn markers_and_chips() {
         #[track_caller]
         fn check(
-            until: Option<&str>,
+            deadline: Option<i64>,
             attempt: u32,
             detail: Option<&str>,
             marker: &str,
             chip: &str,
         ) {
-            let recovery = Recovery {
-                state: "waiting_for_reset".to_owned(),
-                detail: detail.map(str::to_owned),
-                until: until.map(str::to_owned),
-                attempt,
+            let recovery = Recovery::from_report(&report(deadline, attempt, detail));
+            let clock = Clock {
+                now_epoch: NOW,
+                zone: utc(),
             };
-            assert_eq!(recovery.marker(), marker);
-            assert_eq!(recovery.chip(), chip);
+            assert_eq!(recovery.marker(&clock.zone), marker);
+            assert_eq!(recovery.chip(&clock), chip);
         }
+        let in_1h47 = NOW + 3600 + 47 * 60;
         check(
-            Some("14:05"),
+            Some(in_1h47),
             0,
             Some("usage limit"),
-            "⏳14:05",
-            "waiting_for_reset · until 14:05 · usage limit",
+            "⏳01:35",
+            "waiting_for_reset · 2026-02-24 01:35 (in 1 h 47 min) · usage limit",
+        );
+        check(
+            Some(NOW + 600),
+            0,
+            Some("usage limit"),
+            "⏳23:58",
+            "waiting_for_reset · 23:58 (in 10 min) · usage limit",
+        );
+        // The last minute counts in seconds, then the chip says how long ago it was.
+        check(
+            Some(NOW + 59),
+            0,
+            None,
+            "⏳23:49",
+            "waiting_for_reset · 23:49 (in 59 s)",
+        );
+        check(
+            Some(NOW),
+            0,
+            None,
+            "⏳23:48",
+            "waiting_for_reset · 23:48 (in 0 s)",
+        );
+        check(
+            Some(NOW - 125),
+            1,
+            None,
+            "⏳23:46⚠1",
+            "waiting_for_reset · 23:46 (2 min ago) · attempt 1",
+        );
+        check(
+            Some(NOW + 3 * 86_400 + 7200),
+            0,
+            None,
+            "⏳01:48",
+            "waiting_for_reset · 2026-02-27 01:48 (in 3 days 2 h)",
+        );
+        // Auto-continue is what the deadline brings: said once, with the time.
+        check(
+            Some(NOW + 600),
+            0,
+            Some("auto-continue"),
+            "⏳23:58",
+            "waiting_for_reset · auto-continue at 23:58 (in 10 min)",
+        );
+        check(
+            Some(NOW + 30),
+            2,
+            Some("auto-continue"),
+            "⏳23:49⚠2",
+            "waiting_for_reset · auto-continue at 23:49 (in 30 s) · attempt 2",
+        );
+        // Only that exact detail: anything else is shown as it is.
+        check(
+            Some(NOW + 600),
+            0,
+            Some("auto-continue off"),
+            "⏳23:58",
+            "waiting_for_reset · 23:58 (in 10 min) · auto-continue off",
+        );
+        check(
+            None,
+            0,
+            Some("auto-continue"),
+            "⏳",
+            "waiting_for_reset · auto-continue",
         );
         check(None, 0, None, "⏳", "waiting_for_reset");
         check(
@@ -222,13 +327,6 @@ mod tests {
             Some("backoff"),
             "⚠2",
             "waiting_for_reset · attempt 2 · backoff",
-        );
-        check(
-            Some("09:00"),
-            3,
-            None,
-            "⏳09:00⚠3",
-            "waiting_for_reset · until 09:00 · attempt 3",
         );
         check(None, 0, Some("   "), "⏳", "waiting_for_reset");
         check(
@@ -242,10 +340,13 @@ mod tests {
         let chip = Recovery {
             state: "backoff".into(),
             detail: Some(long),
-            until: None,
+            deadline_epoch: None,
             attempt: 0,
         }
-        .chip();
+        .chip(&Clock {
+            now_epoch: NOW,
+            zone: utc(),
+        });
         assert_eq!(chip.width(), "backoff · ".width() + DETAIL_WIDTH, "{chip}");
         assert!(chip.ends_with('…'), "{chip}");
     }

@@ -19,11 +19,12 @@ mod draw;
 pub mod format;
 mod input;
 mod keys;
+pub mod notify;
 mod terminal;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use nightcrow_config::LeaderKey;
+use nightcrow_config::{LeaderKey, TuiNotify};
 use nightcrow_hub::{ClientRequest, Frame};
 use tokio::sync::mpsc;
 
@@ -47,6 +48,8 @@ pub struct Options {
     pub leader: LeaderKey,
     /// Open a shell pane once attached (the hub had none).
     pub create_first_pane: bool,
+    /// How a notice reaches the person's terminal as a desktop notification.
+    pub notify: TuiNotify,
 }
 
 /// Takes over the terminal until the person detaches, the hub's stream ends, the process
@@ -55,7 +58,8 @@ pub struct Options {
 /// Run it with `Runtime::block_on` of a multi-thread runtime: the loop runs on the
 /// calling thread, so whatever feeds the attachment keeps reading while it draws.
 pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Outcome> {
-    let mut screen = terminal::Screen::enter()?;
+    let notifier = notify::Notifier::new(options.notify, &notify::Environment::current());
+    let mut screen = terminal::Screen::enter(notifier)?;
     let mut inputs = terminal::inputs()?;
     let Attachment {
         mut frames,
@@ -69,6 +73,9 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     );
     let frame_time = Duration::from_secs(1) / FRAMES_PER_SECOND;
     let mut last_draw = Instant::now() - frame_time;
+    // The wall-clock second of the last draw: a chip that counts down is drawn again when
+    // it passes.
+    let mut drawn_second = wall_clock().as_secs();
     // When parsing may go on: at once, unless the last round left output over, which
     // means a flood; then one budget a frame, so the emulator leaves the panes' producers
     // most of a core (the hub waits for this client) and skip-ahead keeps the screen current.
@@ -86,7 +93,13 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
         } else if app.dirty {
             last_draw + frame_time
         } else {
-            app.notice_expiry()
+            let tick = app
+                .counting_down()
+                .then(|| now + Duration::from_secs(1) - subsecond(wall_clock()));
+            [app.notice_expiry(), tick]
+                .into_iter()
+                .flatten()
+                .min()
                 .unwrap_or(now + Duration::from_secs(3600))
         };
         tokio::select! {
@@ -128,11 +141,26 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
         }
         let now = Instant::now();
         app.clear_expired_notice(now);
+        if app.counting_down() && wall_clock().as_secs() != drawn_second {
+            app.dirty = true;
+        }
         if app.dirty && now >= last_draw + frame_time {
             screen.draw(&mut app)?;
             last_draw = now;
+            drawn_second = wall_clock().as_secs();
         }
     };
     drop(screen);
     Ok(outcome)
+}
+
+/// Time since the Unix epoch by the wall clock (what deadlines count from).
+fn wall_clock() -> Duration {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+fn subsecond(time: Duration) -> Duration {
+    Duration::from_nanos(u64::from(time.subsec_nanos()))
 }

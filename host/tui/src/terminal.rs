@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::app::App;
 use crate::draw::{self, InputModes};
+use crate::notify::{BELL, Notifier};
 
 /// Every input mode the TUI may have switched on, switched off.
 const INPUT_MODES_OFF: &str =
@@ -24,10 +25,11 @@ const INPUT_MODES_OFF: &str =
 pub struct Screen {
     terminal: Terminal<CrosstermBackend<Stdout>>,
     modes: InputModes,
+    notifier: Notifier,
 }
 
 impl Screen {
-    pub fn enter() -> std::io::Result<Screen> {
+    pub fn enter(notifier: Notifier) -> std::io::Result<Screen> {
         install_panic_hook();
         terminal::enable_raw_mode()?;
         let mut stdout = std::io::stdout();
@@ -39,6 +41,7 @@ impl Screen {
         Ok(Screen {
             terminal,
             modes: InputModes::default(),
+            notifier,
         })
     }
 
@@ -54,8 +57,18 @@ impl Screen {
         let modes = InputModes::of(app.active_pane(), app.mode);
         let mut extra = self.modes.switch_to(modes);
         self.modes = modes;
-        if std::mem::take(&mut app.bell) {
-            extra.push('\x07');
+        // After the frame, never inside ratatui's output: each notice as one notification.
+        // A notice told by the bell rings once with the attention it comes with.
+        let mut bell = std::mem::take(&mut app.bell);
+        for notice in app.untold.drain(..) {
+            match self.notifier.sequence(&notice.text()) {
+                Some(sequence) if sequence == BELL => bell = true,
+                Some(sequence) => extra.push_str(&sequence),
+                None => {}
+            }
+        }
+        if bell {
+            extra.push_str(BELL);
         }
         if !extra.is_empty() {
             let out = self.terminal.backend_mut();

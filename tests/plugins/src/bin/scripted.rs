@@ -8,6 +8,8 @@
 //! - `idle_send=TEXT`: on `pane_idle`, `send_input` of `TEXT\r`;
 //! - `exit_status=STATE`: on `pane_exited`, a `status` with that state (attempt 1) and a
 //!   deadline, or none with `no_deadline`;
+//! - `deadline_epoch=N`: that deadline (unix seconds) instead of the fixed one, for a test
+//!   that needs one still to come;
 //! - `exit_relaunch=A,B`: on `pane_exited`, `relaunch` with those resume args (empty: none);
 //! - `watch_echoed`: on `pane_output` containing `watch:<token>`, `watch_pane` for it;
 //! - `attention_on=WORD`: on `pane_output` containing WORD, `attention`;
@@ -24,8 +26,11 @@ fn main() {
     let open_status = arg("open_status");
     let idle_send = arg("idle_send");
     let exit_status = arg("exit_status");
-    let deadline_epoch =
-        (!std::env::args().any(|arg| arg == "no_deadline")).then_some(1_771_890_527);
+    let deadline_epoch = (!std::env::args().any(|arg| arg == "no_deadline")).then(|| {
+        arg("deadline_epoch")
+            .and_then(|epoch| epoch.parse().ok())
+            .unwrap_or(1_771_890_527)
+    });
     let exit_relaunch = arg("exit_relaunch").map(|args| {
         args.split(',')
             .filter(|arg| !arg.is_empty())
