@@ -14,9 +14,9 @@ use crate::recovery::opencode::{Server, after, sse_events};
 use crate::tui::{Tui, shows_deadline};
 use crate::util::open_and_wait_for_status;
 
-const STAND_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo/codex");
+pub(crate) const STAND_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo/codex");
 /// Seconds from the limit to its reset: negative, so the reset + 30 s call-back is 20 s away.
-const RESET_IN: i64 = -10;
+pub(crate) const RESET_IN: i64 = -10;
 /// Long enough for the 20 s wait and a relaunch on a busy machine.
 const WAIT_PATIENCE: Duration = Duration::from_secs(60);
 
@@ -27,7 +27,7 @@ fn attach_watching(command: &str, codex_home: &Path, connect: Option<u16>) -> Op
 
 /// A config whose startup pane runs `command` (a Codex or OpenCode pane), watched by the
 /// bundled plugin with the grants it needs: `codex_home`'s sessions, the port `connect`.
-fn watching(command: &str, codex_home: &Path, connect: Option<u16>) -> String {
+pub(crate) fn watching(command: &str, codex_home: &Path, connect: Option<u16>) -> String {
     std::fs::create_dir_all(codex_home.join("sessions")).unwrap();
     let codex_home = codex_home.display();
     let connect = connect.map_or(String::new(), |port| {

@@ -12,12 +12,15 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use nightcrow_hub::{HubMessage, Notices, RecoveryReport};
 use nightcrow_test_browser::Browser;
 use nightcrow_test_plugin_artifacts as guests;
+use nightcrow_tui::format::{Clock, Recovery, deadline_text, span};
 use serde_json::{Value, json};
 use tungstenite::Message;
 use tungstenite::client::IntoClientRequest;
 
+use crate::overnight::{RESET_IN, STAND_IN, watching};
 use crate::tui::{PLAIN_SHELL, RECOVERY};
 use crate::util::{nightcrow, open_and_wait_for_status};
 
@@ -165,7 +168,13 @@ impl Web {
 
     /// A browser on the page, logged in.
     fn browser(&self) -> Browser {
+        self.browser_with(|_| {})
+    }
+
+    /// [`Web::browser`], `prepare`d before it opens the first page.
+    fn browser_with(&self, prepare: impl FnOnce(&mut Browser)) -> Browser {
         let mut browser = Browser::start(1100, 700);
+        prepare(&mut browser);
         browser.goto(&self.url("/login"));
         browser.submit_login(PASSWORD);
         browser.goto(&self.page);
@@ -254,6 +263,29 @@ fn tab_labels(browser: &mut Browser) -> Vec<String> {
     serde_json::from_value(labels).unwrap()
 }
 
+/// The deadline the scripted guest reports: 2026-02-23 23:48:47 UTC.
+const SCRIPTED_DEADLINE: i64 = 1_771_890_527;
+
+/// The toolbar's chip, or '' while it is hidden.
+const CHIP: &str =
+    "document.getElementById('chip').hidden ? '' : document.getElementById('chip').textContent";
+
+/// Checks that the chip reads `expected`, in which `{deadline}` stands for `deadline` as the
+/// terminal client words it (`deadline_text`, in UTC as the browser runs) at the page's clock
+/// or a second before (the chip is redrawn every second). Returns what it read.
+#[track_caller]
+fn expect_chip(browser: &mut Browser, expected: &str, deadline: i64) -> String {
+    let read = browser.eval(&format!("[{CHIP}, Math.floor(Date.now() / 1000)]"));
+    let (chip, now) = (read[0].as_str().unwrap(), read[1].as_i64().unwrap());
+    let readings = [now, now - 1]
+        .map(|at| expected.replace("{deadline}", &deadline_text(deadline, at, &chrono::Utc)));
+    assert!(
+        readings.iter().any(|reading| reading == chip),
+        "the chip reads {chip:?}, none of {readings:?}"
+    );
+    chip.to_owned()
+}
+
 #[test]
 fn only_a_session_from_this_origin_gets_in_and_bad_messages_do_not_end_it() {
     let web = Web::start(PLAIN_SHELL);
@@ -311,6 +343,7 @@ fn only_a_session_from_this_origin_gets_in_and_bad_messages_do_not_end_it() {
         .socket(&[("Cookie", cookie), ("Origin", &origin)])
         .unwrap();
     assert_eq!(next_message(&mut socket)["type"], "hello");
+    assert_eq!(next_message(&mut socket)["type"], "live");
     for bad in [
         Message::text(r#"{"type":"explode"}"#),
         Message::text("not json"),
@@ -500,10 +533,14 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     browser.eval("document.querySelectorAll('.tab')[0].click(); true");
     wait_for_line(&mut browser, "timed-ready");
     type_line(&mut browser, "go");
-    browser.wait_for("the timed chip", &format!("({chip}).includes('until')"));
-    assert_eq!(
-        browser.eval(chip),
-        json!("exited with code 0 · waiting_for_reset · until 23:48 · attempt 1 · scripted")
+    browser.wait_for(
+        "the timed chip",
+        &format!("({chip}).includes('waiting_for_reset')"),
+    );
+    expect_chip(
+        &mut browser,
+        "exited with code 0 · waiting_for_reset · {deadline} · attempt 1 · scripted",
+        SCRIPTED_DEADLINE,
     );
     assert_eq!(tab_labels(&mut browser)[0], "1:timed⏳23:48⚠1×");
     assert_eq!(
@@ -540,6 +577,292 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     let status = nightcrow(web.home.path()).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
+}
+
+/// Records the page's use of the browser's Notification API, which still does the work:
+/// `nightcrowAsked` counts the permission requests, `nightcrowNotified` lists the
+/// notifications made, each with whether Chromium says it was shown.
+const RECORD_NOTIFICATIONS: &str = r#"(() => {
+  const Real = window.Notification;
+  window.nightcrowAsked = 0;
+  window.nightcrowNotified = [];
+  window.Notification = class extends Real {
+    constructor(title, options) {
+      super(title, options);
+      const made = { title, body: options.body, tag: options.tag, shown: false };
+      window.nightcrowNotified.push(made);
+      this.addEventListener("show", () => { made.shown = true; });
+    }
+    static requestPermission() {
+      window.nightcrowAsked += 1;
+      return Real.requestPermission();
+    }
+  };
+})();"#;
+
+/// The person asks for notifications, starts a Codex session that hits its usage limit,
+/// watches the wait count down and goes to another pane. At the reset + 30 s the bundled
+/// plugin calls them back: one desktop notification, `(1)` in the page title until they
+/// look at the pane.
+#[test]
+fn a_wait_counts_down_and_its_call_back_is_notified_once_and_counted_in_the_title() {
+    let codex_home = tempfile::tempdir().unwrap();
+    let command = format!(
+        "CODEX_HOME='{}' RESET_IN={RESET_IN} '{STAND_IN}'",
+        codex_home.path().display()
+    );
+    let web = Web::start(&watching(&command, codex_home.path(), None));
+    let mut browser = web.browser_with(|browser| browser.on_every_page(RECORD_NOTIFICATIONS));
+    let repo = web.repo.path().canonicalize().unwrap();
+    let name = repo.file_name().unwrap().to_string_lossy().into_owned();
+    let title = format!("nightcrow — {name}");
+    browser.wait_for(
+        "the repository in the title",
+        &format!("document.title === {}", json!(title)),
+    );
+
+    // Never asked on load; asked once, on a click. Headless Chromium has no one to answer
+    // its prompt and says no at once; the person then allows notifications in the site's
+    // settings, and the page follows.
+    let button = "document.getElementById('notify').hidden ? '' : document.getElementById('notify').textContent";
+    assert_eq!(browser.eval(button), json!("Notify me"));
+    assert_eq!(browser.eval("nightcrowAsked"), json!(0));
+    browser.click("#notify");
+    browser.wait_for(
+        "the refusal",
+        &format!("({button}) === 'Notifications blocked'"),
+    );
+    assert_eq!(browser.eval("nightcrowAsked"), json!(1));
+    browser.grant(&web.url(""), &["notifications"]);
+    browser.wait_for(
+        "the granted notifications",
+        &format!("({button}) === 'Notifications on'"),
+    );
+    // Once allowed, the button mutes them in this browser and back.
+    for now in ["Notifications off", "Notifications on"] {
+        browser.click("#notify");
+        browser.wait_for(now, &format!("({button}) === {}", json!(now)));
+    }
+    assert_eq!(browser.eval("nightcrowAsked"), json!(1));
+
+    // The limit: the chip counts the wait down to the second.
+    browser.wait_for(
+        "the stand-in",
+        &format!(
+            "{}.includes('OpenAI Codex (demo stand-in')",
+            buffer_of(ACTIVE)
+        ),
+    );
+    // As a person types: the prompt, then Enter once it shows (the TUI takes text and Enter
+    // that arrive together as a paste).
+    browser.eval("nightcrow.panes.get(nightcrow.active).term.focus(); true");
+    browser.type_text("fix the failing test");
+    browser.wait_for(
+        "the typed prompt",
+        &format!("{}.includes('fix the failing test')", buffer_of(ACTIVE)),
+    );
+    browser.press_enter();
+    browser.wait_within(
+        Duration::from_secs(30),
+        "the countdown",
+        &format!("({CHIP}).startsWith('waiting_for_reset · ') && ({CHIP}).includes(' s)')"),
+    );
+    let deadline = browser
+        .eval("nightcrow.panes.get(nightcrow.active).recovery.deadline_epoch")
+        .as_i64()
+        .unwrap();
+    let detail = browser.eval("nightcrow.panes.get(nightcrow.active).recovery.detail");
+    let expected = format!(
+        "waiting_for_reset · {{deadline}} · {}",
+        detail.as_str().unwrap()
+    );
+    let first = expect_chip(&mut browser, &expected, deadline);
+    browser.wait_for(
+        "the countdown to tick",
+        &format!("({CHIP}) !== {} && ({CHIP}).includes(' s)')", json!(first)),
+    );
+    expect_chip(&mut browser, &expected, deadline);
+    // The tab's marker stays short.
+    let until = chrono::DateTime::from_timestamp(deadline, 0).unwrap();
+    assert_eq!(
+        tab_labels(&mut browser)[0],
+        format!("1:agent{}×", until.format("⏳%H:%M"))
+    );
+
+    // The person goes to another pane; the call-back comes at the end of the wait.
+    let agent = browser.eval("nightcrow.active");
+    browser.eval("document.getElementById('new-pane').click(); true");
+    browser.wait_for(
+        "the shell in view",
+        "nightcrow.order.length === 2 && nightcrow.active === nightcrow.order[1]",
+    );
+    let unread = format!("(1) {title}");
+    browser.wait_within(
+        Duration::from_secs(60),
+        "the unread call-back in the title",
+        &format!("document.title === {}", json!(unread)),
+    );
+    // The `attention` that follows the `needs_attention` is the same call-back.
+    browser.wait_for(
+        "the attention",
+        "document.getElementById('notice').textContent === '1:agent wants you back'",
+    );
+    assert_eq!(browser.eval("document.title"), json!(unread));
+    assert_eq!(
+        browser.eval("nightcrowNotified.map(({ title, body, tag }) => ({ title, body, tag }))"),
+        json!([{
+            "title": title,
+            "body": format!("pane {agent} needs you: limit reset; continue the session"),
+            "tag": format!("{}#{agent}:needs_attention", repo.display()),
+        }])
+    );
+    browser.wait_for("Chromium to show it", "nightcrowNotified[0].shown");
+    assert!(tab_labels(&mut browser)[0].starts_with("1:agent!"));
+
+    // Looking at the pane reads it.
+    browser.eval("document.querySelectorAll('.tab')[0].click(); true");
+    browser.wait_for(
+        "the read title",
+        &format!("document.title === {}", json!(title)),
+    );
+    assert!(!tab_labels(&mut browser)[0].contains('!'));
+}
+
+/// The page's copies of the Rust clients' wording and reading — `chip.js` of
+/// `nightcrow_tui::format`, `notice.js` of `nightcrow_hub::Notices` — answer the same for the
+/// same input, in the browser that runs them.
+#[test]
+fn the_page_words_deadlines_and_reads_notices_as_the_rust_clients_do() {
+    let web = Web::start(PLAIN_SHELL);
+    let mut browser = web.browser();
+    let spans: [u64; 17] = [
+        0, 1, 45, 59, 60, 61, 3599, 3600, 3660, 11_525, 86_399, 86_400, 90_000, 93_605, 172_800,
+        183_600, 777_600,
+    ];
+    let now = SCRIPTED_DEADLINE;
+    let deadlines = [0, 45, 60, 11_520, 86_400, -120, -3 * 86_400 - 5].map(|left| now + left);
+    let report = |pane, state: &str, detail: Option<&str>| {
+        HubMessage::Recovery(RecoveryReport {
+            pane,
+            state: state.to_owned(),
+            detail: detail.map(str::to_owned),
+            deadline_epoch: None,
+            attempt: 0,
+        })
+    };
+    let call_back = Some("limit reset; continue the session");
+    let messages = [
+        HubMessage::Hello { version: 1 },
+        report(1, "needs_attention", call_back),
+        report(2, "waiting_for_reset", Some("usage limit")),
+        HubMessage::Attention { pane: 2 },
+        HubMessage::Live,
+        report(1, "needs_attention", call_back),
+        report(2, "needs_attention", call_back),
+        HubMessage::Attention { pane: 2 },
+        report(2, "needs_attention", call_back),
+        HubMessage::Attention { pane: 2 },
+        report(3, "resuming", Some("resuming session")),
+        report(3, "idle", Some("resumed")),
+        report(4, "idle", Some("auto-continued")),
+        report(5, "idle", Some("continued")),
+        report(5, "idle", Some("cancelled")),
+        HubMessage::Attention { pane: 5 },
+        HubMessage::Attention { pane: 6 },
+        report(7, "needs_attention", None),
+        report(7, "waiting_for_reset", Some("usage limit")),
+        report(7, "needs_attention", Some("auto-continue used up")),
+        HubMessage::Closed { pane: 7 },
+        report(7, "needs_attention", Some("   ")),
+        HubMessage::Hello { version: 1 },
+        report(8, "needs_attention", None),
+        HubMessage::Live,
+        HubMessage::Attention { pane: 8 },
+        report(8, "idle", Some("resumed")),
+    ];
+    let mut notices = Notices::new();
+    let told: Vec<Value> = messages
+        .iter()
+        .map(|message| {
+            notices.observe(message).map_or(Value::Null, |notice| {
+                json!([notice.pane, notice.event.name(), notice.text()])
+            })
+        })
+        .collect();
+    let page = browser.eval(&format!(
+        "(async () => {{ \
+           const chip = await import('/assets/chip.js'); \
+           const notice = await import('/assets/notice.js'); \
+           const notices = new notice.Notices(); \
+           return {{ \
+             spans: {spans}.map(chip.span), \
+             deadlines: {deadlines}.map((at) => chip.deadlineText(at, {now})), \
+             told: {messages}.map((message) => {{ \
+               const told = notices.observe(message); \
+               return told ? [told.pane, told.event, notice.noticeText(told)] : null; \
+             }}), \
+           }}; \
+         }})()",
+        spans = json!(spans),
+        deadlines = json!(deadlines),
+        messages = serde_json::to_value(&messages).unwrap(),
+    ));
+    assert_eq!(page["spans"], json!(spans.map(span)));
+    assert_eq!(
+        page["deadlines"],
+        json!(deadlines.map(|at| deadline_text(at, now, &chrono::Utc)))
+    );
+    assert_eq!(page["told"], json!(told));
+    assert!(
+        told.iter().filter(|notice| !notice.is_null()).count() >= 8,
+        "{told:?}"
+    );
+
+    // The chip, the same in both clients and in words: `auto-continue at` when that is what
+    // the deadline brings.
+    let noon = now - 11 * 3600 - 30 * 60 - 47; // 12:18:00 UTC the same day
+    let clock = Clock {
+        now_epoch: noon,
+        zone: chrono::Utc,
+    };
+    let waiting = |detail: &str, left: Option<i64>, attempt: u32| RecoveryReport {
+        pane: 1,
+        state: "waiting_for_reset".to_owned(),
+        detail: Some(detail.to_owned()),
+        deadline_epoch: left.map(|left| noon + left),
+        attempt,
+    };
+    let long = "x".repeat(50);
+    let cases = [
+        (
+            waiting("auto-continue", Some(6420), 0),
+            "waiting_for_reset · auto-continue at 14:05 (in 1 h 47 min)".to_owned(),
+        ),
+        (
+            waiting("usage limit", Some(6420), 2),
+            "waiting_for_reset · 14:05 (in 1 h 47 min) · attempt 2 · usage limit".to_owned(),
+        ),
+        (
+            waiting("auto-continue", Some(-120), 1),
+            "waiting_for_reset · auto-continue at 12:16 (2 min ago) · attempt 1".to_owned(),
+        ),
+        (
+            waiting(&long, Some(45), 0),
+            format!("waiting_for_reset · 12:18 (in 45 s) · {}…", &long[..39]),
+        ),
+        (
+            waiting("auto-continue", None, 1),
+            "waiting_for_reset · attempt 1 · auto-continue".to_owned(),
+        ),
+    ];
+    for (report, expected) in cases {
+        let page = browser.eval(&format!(
+            "import('/assets/chip.js').then((chip) => chip.chipText({}, {noon}))",
+            json!(report)
+        ));
+        assert_eq!(page, json!(expected));
+        assert_eq!(Recovery::from_report(&report).chip(&clock), expected);
+    }
 }
 
 /// A pane that printed a screenful and more, then exited with its plugin holding it.
@@ -601,9 +924,10 @@ fn a_late_browser_gets_the_asked_repository_and_its_exited_pane_as_it_was() {
     assert!(buffer.contains("late-first-line"), "{buffer}");
     let chip =
         "document.getElementById('chip').hidden ? '' : document.getElementById('chip').textContent";
-    assert_eq!(
-        browser.eval(chip),
-        json!("exited with code 3 · waiting_for_reset · until 23:48 · attempt 1 · scripted")
+    expect_chip(
+        &mut browser,
+        "exited with code 3 · waiting_for_reset · {deadline} · attempt 1 · scripted",
+        SCRIPTED_DEADLINE,
     );
     let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()

@@ -4,12 +4,16 @@
 // replay that follows, so a reconnect or a reload never shows output twice.
 import { Terminal } from "/assets/xterm.mjs";
 import { FitAddon } from "/assets/addon-fit.mjs";
-import { chipText, isActive, marker, truncate } from "/assets/chip.js";
+import { chipText, hasDeadline, isActive, marker, nowEpoch, truncate } from "/assets/chip.js";
+import { CALLS_BACK, Notices, noticeText } from "/assets/notice.js";
 
 /** Drawn output bytes are acknowledged in steps of this many (see docs/web.md). */
 const ACK_EVERY = 64 * 1024;
 /** Reconnect delays: quick at first, then every few seconds. */
 const RECONNECT_MS = [250, 500, 1000, 2000, 4000];
+/** Where the person's "notifications off" on this browser is kept (the permission itself is
+ *  the browser's). */
+const MUTED_KEY = "nightcrow.notifications-muted";
 
 const $ = (id) => document.getElementById(id);
 const THEME = {
@@ -23,6 +27,8 @@ const THEME = {
 /** The page's state, also reachable as `window.nightcrow` for tests and the curious. */
 const state = {
   repo: null,
+  // The repository's folder name, for the page title and notifications.
+  repoName: null,
   panes: new Map(),
   order: [],
   active: null,
@@ -32,6 +38,11 @@ const state = {
   acked: 0,
   attempts: 0,
   wantNewPane: false,
+  notices: new Notices(),
+  // Unread call-backs of the previous connection's panes, by id, kept across a `hello`.
+  unreadBefore: new Map(),
+  // The timer that redraws a counting-down chip, while one is shown.
+  tick: null,
 };
 window.nightcrow = state;
 
@@ -44,7 +55,8 @@ class Pane {
     this.held = false;
     this.ended = null;
     this.recovery = null;
-    this.unread = false;
+    // Call-backs (`attention`, `needs_attention` notices) the person has not seen yet.
+    this.unread = 0;
     this.element = document.createElement("div");
     this.element.className = "pane-view";
     $("terminals").append(this.element);
@@ -93,11 +105,11 @@ class Pane {
   drawTab() {
     const number = state.order.indexOf(this.id) + 1;
     let text = `${number}:${truncate(this.title, 24)}`;
-    if (this.unread) text += "!";
+    if (this.unread > 0) text += "!";
     if (this.recovery) text += marker(this.recovery);
     this.label.textContent = text;
     this.tab.classList.toggle("active", state.active === this.id);
-    this.tab.classList.toggle("unread", this.unread);
+    this.tab.classList.toggle("unread", this.unread > 0);
     this.tab.classList.toggle("exited", !this.alive);
     this.tab.classList.toggle("recovering", !!this.recovery);
     this.tab.setAttribute("aria-selected", String(state.active === this.id));
@@ -129,6 +141,7 @@ function addPane(id, title, replaces) {
   const old = state.order.indexOf(replaces);
   if (old >= 0) {
     const previous = state.panes.get(replaces);
+    pane.unread = previous.unread;
     previous.tab.replaceWith(pane.tab);
     previous.dispose();
     state.panes.delete(replaces);
@@ -166,7 +179,7 @@ function select(id) {
   const pane = state.panes.get(id);
   if (!pane) return;
   state.active = id;
-  pane.unread = false;
+  pane.unread = 0;
   state.panes.forEach((other) => {
     other.element.classList.toggle("active", other.id === id);
     other.drawTab();
@@ -186,7 +199,7 @@ function drawToolbar() {
   const pending = pane && !pane.alive && pane.held && pane.recovery;
   const ended = pane && !pane.alive ? (pending ? `${pane.ended} · ` : `${pane.ended} · × on its tab closes it`) : "";
   if (pane && (pane.recovery || ended)) {
-    chip.textContent = ended + (pane.recovery ? chipText(pane.recovery) : "");
+    chip.textContent = ended + (pane.recovery ? chipText(pane.recovery, nowEpoch()) : "");
     chip.dataset.state = pane.recovery ? pane.recovery.state : "exited";
     chip.hidden = false;
   } else {
@@ -194,19 +207,111 @@ function drawToolbar() {
     chip.textContent = "";
     delete chip.dataset.state;
   }
+  // The chip counts down: redrawn every second while it shows a deadline, not otherwise.
+  const ticking = !!(pane && pane.recovery && hasDeadline(pane.recovery));
+  if (ticking && state.tick === null) {
+    state.tick = setInterval(drawToolbar, 1000);
+  } else if (!ticking && state.tick !== null) {
+    clearInterval(state.tick);
+    state.tick = null;
+  }
   // Only a hold can be cancelled; a running pane's plugin goes on watching it.
   cancel.hidden = !(pane && pane.held);
   const empty = $("empty");
   empty.hidden = state.panes.size > 0;
   empty.textContent = "No panes. Press + to open a shell.";
-  document.title = [...state.panes.values()].some((p) => p.unread) ? "(!) nightcrow" : "nightcrow";
+  drawTitle();
+}
+
+/** `(N) nightcrow — repo`: N call-backs not seen yet, in every pane. */
+function drawTitle() {
+  const name = state.repoName ? `nightcrow — ${state.repoName}` : "nightcrow";
+  let unread = 0;
+  state.panes.forEach((pane) => { unread += pane.unread; });
+  document.title = unread > 0 ? `(${unread}) ${name}` : name;
+}
+
+/** Whether the person is looking at `pane`: in view, on a visible page that has the focus. */
+function inView(pane) {
+  return state.active === pane.id && document.visibilityState === "visible" && document.hasFocus();
+}
+
+/** The person came back to the page: the pane in view is seen. */
+function seen() {
+  const pane = state.panes.get(state.active);
+  if (pane && pane.unread > 0 && inView(pane)) {
+    pane.unread = 0;
+    pane.drawTab();
+  }
+  drawToolbar();
+}
+
+/** A moment worth telling the person: counted as unread unless they are looking at the
+ *  pane, and a desktop notification when they allowed them. */
+function tell(notice) {
+  const pane = state.panes.get(notice.pane);
+  if (pane && inView(pane)) return;
+  if (pane && CALLS_BACK.has(notice.event)) {
+    pane.unread += 1;
+    pane.drawTab();
+  }
+  if (notifyState() !== "on") return;
+  try {
+    const shown = new Notification(`nightcrow — ${state.repoName || state.repo}`, {
+      body: noticeText(notice),
+      // One per pane and event: a repeat replaces the one still on screen.
+      tag: `${state.repo}#${notice.pane}:${notice.event}`,
+    });
+    shown.onclick = () => {
+      window.focus();
+      select(notice.pane);
+      shown.close();
+    };
+  } catch {
+    // Some browsers (Chrome on Android) only notify from a service worker: the title
+    // count still tells.
+  }
+}
+
+/** `unavailable` (no API, or not a secure context), `ask`, `on`, `off` (muted here) or
+ *  `blocked`. */
+function notifyState() {
+  if (!("Notification" in window) || !window.isSecureContext) return "unavailable";
+  switch (Notification.permission) {
+    case "granted":
+      return localStorage.getItem(MUTED_KEY) === "yes" ? "off" : "on";
+    case "denied":
+      return "blocked";
+    default:
+      return "ask";
+  }
+}
+
+/** The bar's notifications button: asks for the permission (on a click, never on load),
+ *  then turns them on and off for this browser. */
+function drawNotify() {
+  const button = $("notify");
+  const now = notifyState();
+  button.hidden = now === "unavailable";
+  button.disabled = now === "blocked";
+  button.dataset.state = now;
+  button.textContent = { ask: "Notify me", on: "Notifications on", off: "Notifications off", blocked: "Notifications blocked" }[now] || "";
+  button.title = {
+    ask: "Get a desktop notification when a pane needs you",
+    on: "Click to stop desktop notifications in this browser",
+    off: "Click to get desktop notifications in this browser again",
+    blocked: "This browser blocks notifications from this page: allow them in its site settings",
+  }[now] || "";
 }
 
 function onMessage(message) {
+  const notice = state.notices.observe(message);
   switch (message.type) {
     case "hello": {
-      // Start over; the pane in view stays in view if it is still there.
+      // Start over; the pane in view stays in view if it is still there, and what was not
+      // seen stays unread.
       state.keep = state.active;
+      state.unreadBefore = new Map([...state.panes.values()].map((pane) => [pane.id, pane.unread]));
       state.panes.forEach((pane) => pane.dispose());
       state.panes.clear();
       state.order = [];
@@ -217,6 +322,8 @@ function onMessage(message) {
     case "created": {
       const wasActive = state.active !== null && state.active === message.replaces;
       const pane = addPane(message.pane, message.title || "shell", message.replaces);
+      pane.unread += state.unreadBefore.get(message.pane) || 0;
+      state.unreadBefore.delete(message.pane);
       pane.term.resize(message.cols, message.rows);
       if (state.wantNewPane || state.active === null || wasActive || state.keep === message.pane) {
         state.wantNewPane = false;
@@ -272,8 +379,6 @@ function onMessage(message) {
     case "attention": {
       const pane = state.panes.get(message.pane);
       if (!pane) break;
-      if (state.active !== pane.id) pane.unread = true;
-      pane.drawTab();
       say(`${label(pane)} wants you back`);
       break;
     }
@@ -286,6 +391,7 @@ function onMessage(message) {
       say(`hub: ${message.message}`);
       break;
   }
+  if (notice) tell(notice);
   drawToolbar();
 }
 
@@ -375,6 +481,7 @@ async function start() {
   }
   picker.value = chosen.repo;
   state.repo = chosen.repo;
+  state.repoName = chosen.name || chosen.repo;
   connect();
 }
 
@@ -395,5 +502,23 @@ $("cancel").addEventListener("click", () => {
     send({ type: "cancel_recovery", pane: pane.id });
   }
 });
+$("notify").addEventListener("click", async () => {
+  const now = notifyState();
+  if (now === "ask") {
+    await Notification.requestPermission();
+  } else if (now === "on" || now === "off") {
+    localStorage.setItem(MUTED_KEY, now === "on" ? "yes" : "no");
+  }
+  drawNotify();
+});
+// A decision changed in the browser's own settings shows at once.
+if (navigator.permissions) {
+  navigator.permissions.query({ name: "notifications" }).then((status) => {
+    status.onchange = drawNotify;
+  }, () => {});
+}
+document.addEventListener("visibilitychange", seen);
+window.addEventListener("focus", seen);
+drawNotify();
 new ResizeObserver(() => state.panes.forEach((pane) => pane.fitToBox())).observe($("terminals"));
 start();

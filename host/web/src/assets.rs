@@ -39,6 +39,12 @@ pub const ASSETS: &[Asset] = &[
         public: false,
     },
     Asset {
+        name: "notice.js",
+        content_type: JS,
+        body: include_bytes!("../page/notice.js"),
+        public: false,
+    },
+    Asset {
         name: "xterm.mjs",
         content_type: JS,
         body: include_bytes!("../node_modules/@xterm/xterm/lib/xterm.mjs"),

@@ -199,6 +199,40 @@ impl Browser {
         }
     }
 
+    /// Runs `script` in every document this page opens from now on, before the page's own
+    /// scripts (to record what the page does with a browser API).
+    pub fn on_every_page(&mut self, script: &str) {
+        self.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": script}),
+        );
+    }
+
+    /// Grants `permissions` (`"notifications"`, …) to `origin`, as a person answering the
+    /// browser's prompt would.
+    pub fn grant(&mut self, origin: &str, permissions: &[&str]) {
+        self.browser_call(
+            "Browser.grantPermissions",
+            json!({"origin": origin, "permissions": permissions}),
+        );
+    }
+
+    /// Clicks the middle of the element `selector` finds with the mouse: a real user gesture,
+    /// which `element.click()` from a script is not.
+    pub fn click(&mut self, selector: &str) {
+        let middle = self.eval(&format!(
+            "(() => {{ const box = document.querySelector({}).getBoundingClientRect(); \
+             return [box.x + box.width / 2, box.y + box.height / 2]; }})()",
+            json!(selector)
+        ));
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": middle[0], "y": middle[1], "button": "left", "clickCount": 1}),
+            );
+        }
+    }
+
     /// Types `text` into what has the focus, as an input method would.
     pub fn type_text(&mut self, text: &str) {
         self.call("Input.insertText", json!({"text": text}));
