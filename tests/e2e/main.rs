@@ -55,6 +55,7 @@ mod recovery;
 mod registry;
 mod restart;
 mod tui;
+mod unattended;
 mod util;
 mod wasip1;
 mod web;

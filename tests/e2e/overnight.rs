@@ -28,6 +28,16 @@ fn attach_watching(command: &str, codex_home: &Path, connect: Option<u16>) -> Op
 /// A config whose startup pane runs `command` (a Codex or OpenCode pane), watched by the
 /// bundled plugin with the grants it needs: `codex_home`'s sessions, the port `connect`.
 pub(crate) fn watching(command: &str, codex_home: &Path, connect: Option<u16>) -> String {
+    watching_with(command, codex_home, connect, "")
+}
+
+/// [`watching`], with more `[plugin.env]` lines for the plugin (`plugin_env`).
+pub(crate) fn watching_with(
+    command: &str,
+    codex_home: &Path,
+    connect: Option<u16>,
+    plugin_env: &str,
+) -> String {
     std::fs::create_dir_all(codex_home.join("sessions")).unwrap();
     let codex_home = codex_home.display();
     let connect = connect.map_or(String::new(), |port| {
@@ -45,6 +55,7 @@ enabled = true
 allowed_resume_flags = ["resume", "--session"]
 [plugin.env]
 CODEX_HOME = "{codex_home}"
+{plugin_env}
 [plugin.sandbox]
 read_dirs = ["{codex_home}/sessions"]
 {connect}
@@ -64,12 +75,18 @@ pub(crate) struct Codex {
 
 impl Codex {
     pub(crate) fn attach() -> Option<Codex> {
+        Codex::attach_with("", "")
+    }
+
+    /// The stand-in with more environment (`stand_in_env`, `NAME=value …`), watched by the
+    /// plugin with more `[plugin.env]` lines (`plugin_env`).
+    pub(crate) fn attach_with(stand_in_env: &str, plugin_env: &str) -> Option<Codex> {
         let home = tempfile::tempdir().unwrap();
         let command = format!(
-            "CODEX_HOME='{}' RESET_IN={RESET_IN} '{STAND_IN}'",
+            "CODEX_HOME='{}' RESET_IN={RESET_IN} {stand_in_env} '{STAND_IN}'",
             home.path().display()
         );
-        let tui = attach_watching(&command, home.path(), None)?;
+        let tui = Tui::attach(&watching_with(&command, home.path(), None, plugin_env))?;
         tui.wait_for_text("OpenAI Codex (demo stand-in");
         Some(Codex { tui, home })
     }
@@ -77,24 +94,59 @@ impl Codex {
     /// Types the first prompt, which hits the limit; returns the session id once the plugin
     /// shows its wait, and when that wait ends (the reset + 30 s, unix seconds).
     pub(crate) fn hit_the_limit(&self) -> (String, i64) {
-        self.tui.type_line("fix the failing test");
+        self.prompt("fix the failing test");
         self.tui.wait_for_text("esc back");
         // The plugin says `limit_detected` first; the wait follows once the reset is known.
         self.tui.wait_for("the wait's marker and chip", |screen| {
+            let chip = screen.lines().last().unwrap();
             screen.starts_with(" 1:agent⏳")
-                && shows_deadline(screen.lines().last().unwrap(), "waiting_for_reset")
+                && (shows_deadline(chip, "waiting_for_reset")
+                    || chip.starts_with("waiting_for_reset · auto-continue at "))
         });
         self.session()
     }
 
+    /// Types a prompt as a person does: the text, and once it shows, Enter on its own (the
+    /// stand-in, like the real TUI, takes text and Enter in one read as a paste).
+    pub(crate) fn prompt(&self, line: &str) {
+        self.tui.keys(&["-l", line]);
+        self.tui.wait_for_text(&format!("› {line}"));
+        self.tui.keys(&["Enter"]);
+    }
+
+    /// What the stand-in wrote of settings the person changed (none: empty).
+    pub(crate) fn settings(&self) -> String {
+        std::fs::read_to_string(self.home.path().join("stand-in.settings")).unwrap_or_default()
+    }
+
+    /// The rollout's turns, in order: `limit` or `done`.
+    pub(crate) fn turns(&self) -> Vec<&'static str> {
+        let rollout = walk(&self.home.path().join("sessions"))
+            .into_iter()
+            .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
+            .expect("a rollout");
+        std::fs::read_to_string(rollout)
+            .unwrap()
+            .lines()
+            .filter(|line| line.contains("\"type\":\"task_complete\""))
+            .map(|line| {
+                if line.contains("usage_limit_exceeded") {
+                    "limit"
+                } else {
+                    "done"
+                }
+            })
+            .collect()
+    }
+
     /// Esc, as a person closes the popup: the TUI says when the limit resets.
-    fn dismiss_the_popup(&self) {
+    pub(crate) fn dismiss_the_popup(&self) {
         self.tui.keys(&["Escape"]);
         self.tui.wait_for_text("⚠ usage limit · resets at");
     }
 
     /// The bound session's id and the end of its wait, from its rollout.
-    fn session(&self) -> (String, i64) {
+    pub(crate) fn session(&self) -> (String, i64) {
         let rollout = walk(&self.home.path().join("sessions"))
             .into_iter()
             .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
@@ -195,7 +247,7 @@ fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_
     );
     // In the morning: Esc, then `/quit`. The session comes back in the same tab at once.
     tui.keys(&["Escape"]);
-    tui.type_line("/quit");
+    codex.prompt("/quit");
     let resumed = tui.wait_for("the resumed session", |screen| {
         screen.contains(&format!("resuming session {session}"))
     });
@@ -212,14 +264,14 @@ fn a_prompt_after_the_reset_carries_on_and_a_later_quit_is_a_plain_exit() {
     let (_, deadline) = codex.hit_the_limit();
     codex.dismiss_the_popup();
     // The reset has passed: a new prompt succeeds, and the session shows it carried on.
-    tui.type_line("carry on");
+    codex.prompt("carry on");
     tui.wait_for_text("(stand-in) done: carry on");
     tui.wait_for("the episode ended as continued", |screen| {
         screen.starts_with(" 1:agent │") && screen.contains("1:agent: continued")
     });
     // Quitting now is a plain exit: no call-back, no relaunch, nothing held, even after the
     // moment the wait would have ended.
-    tui.type_line("/quit");
+    codex.prompt("/quit");
     tui.wait_for_text("1:agent exited with code 0");
     let past_deadline = (deadline + 3 - unix_now()).max(0) as u64;
     std::thread::sleep(Duration::from_secs(past_deadline));

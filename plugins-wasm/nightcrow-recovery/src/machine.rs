@@ -67,9 +67,9 @@ pub mod detail {
     pub const AUTO_CONTINUE: &str = "auto-continue";
     pub const AUTO_CONTINUING: &str = "auto-continuing";
     pub const AUTO_CONTINUED: &str = "auto-continued";
-    pub const AUTO_CONTINUE_USED_UP: &str = "auto-continue used up; continue the session";
-    pub const AUTO_CONTINUE_UNCONFIRMED: &str = "auto-continue not confirmed; continue the session";
-    pub const SCREEN_UNCLEAR: &str = "cannot tell what is on screen; continue the session";
+    pub const AUTO_CONTINUE_USED_UP: &str = "limit reset; auto-continue used up";
+    pub const AUTO_CONTINUE_UNCONFIRMED: &str = "auto-continue sent; no turn started";
+    pub const SCREEN_UNCLEAR: &str = "limit reset; screen unclear, not typed";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1340,7 +1340,7 @@ mod tests {
         assert_eq!(
             rig.advance(1, 0),
             [
-                "g1 needs_attention (auto-continue used up; continue the session)",
+                "g1 needs_attention (limit reset; auto-continue used up)",
                 "g1 attention"
             ]
         );
@@ -1375,7 +1375,7 @@ mod tests {
                 rig.advance(630, 0),
                 [
                     "g1 resuming (auto-continuing)",
-                    "g1 needs_attention (cannot tell what is on screen; continue the session)",
+                    "g1 needs_attention (limit reset; screen unclear, not typed)",
                     "g1 attention"
                 ]
             );
@@ -1389,7 +1389,7 @@ mod tests {
         assert!(rig.advance(119, 0).is_empty());
         assert_eq!(
             rig.advance(1, 0)[0],
-            "g1 needs_attention (cannot tell what is on screen; continue the session)"
+            "g1 needs_attention (limit reset; screen unclear, not typed)"
         );
         // Enter sent, but no turn starts.
         let mut rig = Rig::auto(1, 3);
@@ -1399,7 +1399,7 @@ mod tests {
         rig.output_then_idle("prompt:continue");
         assert_eq!(
             rig.advance(120, 0)[0],
-            "g1 needs_attention (auto-continue not confirmed; continue the session)"
+            "g1 needs_attention (auto-continue sent; no turn started)"
         );
         // A text the prompt does not show as typed: no Enter.
         let mut rig = Rig::auto(1, 3);
@@ -1408,7 +1408,7 @@ mod tests {
         rig.idle("popup:2");
         assert_eq!(
             rig.output_then_idle("popup:2")[0],
-            "g1 needs_attention (cannot tell what is on screen; continue the session)"
+            "g1 needs_attention (limit reset; screen unclear, not typed)"
         );
     }
 
@@ -1429,7 +1429,7 @@ mod tests {
         rig.idle("prompt:");
         assert_eq!(
             rig.advance(130, 0)[0],
-            "g1 needs_attention (auto-continue used up; continue the session)"
+            "g1 needs_attention (limit reset; auto-continue used up)"
         );
         // A day later the bound has room again.
         let mut rig = Rig::auto(1, 1);
@@ -1449,5 +1449,43 @@ mod tests {
         rig.observe(limit(Some(600)));
         rig.exit();
         assert_eq!(rig.advance(630, 0)[0], "g1 ready_to_resume (limit reset)");
+    }
+
+    #[test]
+    fn every_detail_fits_the_terminal_chip() {
+        // The terminal client cuts a detail at 40 columns (nightcrow_tui::format::DETAIL_WIDTH).
+        for text in [
+            detail::USAGE_LIMIT,
+            detail::NO_RESET_TIME,
+            detail::NOT_CONFIRMED,
+            detail::PROVIDER_RETRYING,
+            detail::LIMIT_RESET,
+            detail::RETRY_DUE,
+            detail::BACKOFF_OVER,
+            detail::GAVE_UP,
+            detail::NO_RETRY_TIME,
+            detail::RESUMING,
+            detail::RESUMED,
+            detail::CANCELLED,
+            detail::RECOVERED,
+            detail::CONTINUED,
+            detail::STOPPED,
+            detail::CONTINUE_AFTER_RESET,
+            detail::CONTINUE_AFTER_RETRY,
+            detail::CONTINUE_AFTER_BACKOFF,
+            detail::PROVIDER_GAVE_UP,
+            detail::AMBIGUOUS,
+            detail::ATTEMPTS_USED_UP,
+            detail::SESSION_UNKNOWN,
+            detail::EXITED_UNSEEN,
+            detail::AUTO_CONTINUE,
+            detail::AUTO_CONTINUING,
+            detail::AUTO_CONTINUED,
+            detail::AUTO_CONTINUE_USED_UP,
+            detail::AUTO_CONTINUE_UNCONFIRMED,
+            detail::SCREEN_UNCLEAR,
+        ] {
+            assert!(text.chars().count() <= 40, "{text}");
+        }
     }
 }
