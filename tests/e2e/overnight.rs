@@ -237,6 +237,9 @@ fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_
     let called = tui.wait_within(WAIT_PATIENCE, "the call-back", |screen| {
         screen.contains("limit reset; continue the session")
     });
+    // Auto-continue is off: nothing was typed into the session.
+    assert_eq!(codex.turns(), ["limit"]);
+    assert_eq!(codex.settings(), "");
     assert!(
         called
             .lines()
