@@ -114,6 +114,16 @@ impl Codex {
         self.tui.keys(&["Enter"]);
     }
 
+    /// Waits up to `patience` for the call-back whose detail is `detail`: the chip then
+    /// reads `needs_attention`.
+    pub(crate) fn expect_call_back(&self, detail: &str, patience: Duration) {
+        let called = self
+            .tui
+            .wait_within(patience, "the call-back", |screen| screen.contains(detail));
+        let chip = called.lines().last().unwrap();
+        assert!(chip.starts_with("needs_attention · "), "{called}");
+    }
+
     /// What the stand-in wrote of settings the person changed (none: empty).
     pub(crate) fn settings(&self) -> String {
         std::fs::read_to_string(self.home.path().join("stand-in.settings")).unwrap_or_default()
@@ -234,20 +244,10 @@ fn a_dismissed_popup_keeps_the_wait_and_quitting_after_the_call_back_resumes_at_
     // The person dismisses the popup and walks away.
     codex.dismiss_the_popup();
     // At reset + 30 s the plugin calls the person back: the wait survived the key.
-    let called = tui.wait_within(WAIT_PATIENCE, "the call-back", |screen| {
-        screen.contains("limit reset; continue the session")
-    });
+    codex.expect_call_back("limit reset; continue the session", WAIT_PATIENCE);
     // Auto-continue is off: nothing was typed into the session.
     assert_eq!(codex.turns(), ["limit"]);
     assert_eq!(codex.settings(), "");
-    assert!(
-        called
-            .lines()
-            .last()
-            .unwrap()
-            .starts_with("needs_attention · "),
-        "{called}"
-    );
     // In the morning: Esc, then `/quit`. The session comes back in the same tab at once.
     tui.keys(&["Escape"]);
     codex.prompt("/quit");

@@ -66,19 +66,8 @@ fn a_continue_into_the_limit_again_waits_then_only_calls_the_person() {
     let Some(codex) = Codex::attach_with("LIMIT_TURNS=2", AUTO_CONTINUE) else {
         return;
     };
-    let tui = &codex.tui;
     codex.hit_the_limit();
-    let called = tui.wait_within(PATIENCE * 2, "the call-back", |screen| {
-        screen.contains("limit reset; auto-continue used up")
-    });
-    assert!(
-        called
-            .lines()
-            .last()
-            .unwrap()
-            .starts_with("needs_attention · "),
-        "{called}"
-    );
+    codex.expect_call_back("limit reset; auto-continue used up", PATIENCE * 2);
     assert_eq!(codex.turns(), ["limit", "limit"]);
     assert_eq!(codex.settings(), "");
 }

@@ -749,6 +749,27 @@ mod tests {
             rig
         }
 
+        /// [`Rig::auto`] at the end of the wait for a limit 600 s away: auto-continuing.
+        fn auto_at_the_reset(per_episode: u32, per_day: u32) -> Rig {
+            let mut rig = Rig::auto(per_episode, per_day);
+            rig.observe(limit(Some(600)));
+            rig.advance(630, 0);
+            rig
+        }
+
+        /// The empty prompt, then the text showing in it: both steps taken, Enter sent.
+        fn type_and_enter(&mut self) -> Vec<String> {
+            let mut out = self.idle("prompt:");
+            out.extend(self.output_then_idle("prompt:continue"));
+            out
+        }
+
+        /// A limit that resets `secs` from the rig's wall clock; what the plugin said.
+        fn limit_from_now(&mut self, secs: i64) -> Vec<String> {
+            let now = (self.now.wall_ms - T0) / 1000;
+            self.observe(limit(Some(now + secs)))
+        }
+
         /// The pane falls quiet showing `screen` (see `Scripted::read_screen`).
         fn idle(&mut self, screen: &str) -> Vec<String> {
             let generation = self.machine.generation();
@@ -1320,12 +1341,12 @@ mod tests {
 
     #[test]
     fn a_continue_into_the_limit_again_waits_for_the_new_reset_then_only_calls_the_person() {
-        let mut rig = Rig::auto(1, 3);
-        rig.observe(limit(Some(600)));
-        rig.advance(630, 0);
-        // A fresh quiet screen already there: the prompt is empty (popup dismissed).
-        assert_eq!(rig.idle("prompt:"), [r#"g1 type "continue""#]);
-        assert_eq!(rig.output_then_idle("prompt:continue"), [r#"g1 type "\r""#]);
+        let mut rig = Rig::auto_at_the_reset(1, 3);
+        // The prompt is empty (the popup was dismissed).
+        assert_eq!(
+            rig.type_and_enter(),
+            [r#"g1 type "continue""#, r#"g1 type "\r""#]
+        );
         assert_eq!(
             rig.observe(vec![Observation::TurnStarted, limit(Some(2000)).remove(0)]),
             [
@@ -1383,28 +1404,21 @@ mod tests {
             assert_eq!(rig.exit()[0], "g1 ready_to_resume (limit reset)");
         }
         // No quiet screen within two minutes (the program keeps printing).
-        let mut rig = Rig::auto(1, 3);
-        rig.observe(limit(Some(600)));
-        rig.advance(630, 0);
+        let mut rig = Rig::auto_at_the_reset(1, 3);
         assert!(rig.advance(119, 0).is_empty());
         assert_eq!(
             rig.advance(1, 0)[0],
             "g1 needs_attention (limit reset; screen unclear, not typed)"
         );
         // Enter sent, but no turn starts.
-        let mut rig = Rig::auto(1, 3);
-        rig.observe(limit(Some(600)));
-        rig.advance(630, 0);
-        rig.idle("prompt:");
-        rig.output_then_idle("prompt:continue");
+        let mut rig = Rig::auto_at_the_reset(1, 3);
+        rig.type_and_enter();
         assert_eq!(
             rig.advance(120, 0)[0],
             "g1 needs_attention (auto-continue sent; no turn started)"
         );
         // A text the prompt does not show as typed: no Enter.
-        let mut rig = Rig::auto(1, 3);
-        rig.observe(limit(Some(600)));
-        rig.advance(630, 0);
+        let mut rig = Rig::auto_at_the_reset(1, 3);
         rig.idle("popup:2");
         assert_eq!(
             rig.output_then_idle("popup:2")[0],
@@ -1414,36 +1428,24 @@ mod tests {
 
     #[test]
     fn the_daily_bound_spans_episodes_and_an_exit_is_resumed_not_continued() {
-        let mut rig = Rig::auto(1, 1);
-        rig.observe(limit(Some(600)));
-        rig.advance(630, 0);
-        rig.idle("prompt:");
-        rig.output_then_idle("prompt:continue");
-        rig.observe(vec![Observation::TurnStarted, Observation::Continued]);
+        let continued_once = || {
+            let mut rig = Rig::auto_at_the_reset(1, 1);
+            rig.type_and_enter();
+            rig.observe(vec![Observation::TurnStarted, Observation::Continued]);
+            rig
+        };
         // A second limit the same day: only the person is called.
-        let now = (rig.now.wall_ms - T0) / 1000;
-        assert_eq!(
-            rig.observe(limit(Some(now + 100)))[1],
-            format!("g1 waiting_for_reset (usage limit) @{}", now + 130)
-        );
+        let mut rig = continued_once();
+        assert!(rig.limit_from_now(100)[1].starts_with("g1 waiting_for_reset (usage limit)"));
         rig.idle("prompt:");
         assert_eq!(
             rig.advance(130, 0)[0],
             "g1 needs_attention (limit reset; auto-continue used up)"
         );
         // A day later the bound has room again.
-        let mut rig = Rig::auto(1, 1);
-        rig.observe(limit(Some(600)));
-        rig.advance(630, 0);
-        rig.idle("prompt:");
-        rig.output_then_idle("prompt:continue");
-        rig.observe(vec![Observation::TurnStarted, Observation::Continued]);
+        let mut rig = continued_once();
         rig.advance(24 * 3600, 0);
-        let now = (rig.now.wall_ms - T0) / 1000;
-        assert_eq!(
-            rig.observe(limit(Some(now + 100)))[1],
-            format!("g1 waiting_for_reset (auto-continue) @{}", now + 130)
-        );
+        assert!(rig.limit_from_now(100)[1].starts_with("g1 waiting_for_reset (auto-continue)"));
         // An exited pane is relaunched at the reset, never typed into.
         let mut rig = Rig::auto(1, 3);
         rig.observe(limit(Some(600)));
