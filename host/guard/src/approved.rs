@@ -63,19 +63,12 @@ impl ApprovedSendInput {
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApprovedRelaunch {
     pub(crate) target: Target,
-    pub(crate) resume_args: Vec<String>,
     pub(crate) line: RelaunchLine,
 }
 
 impl ApprovedRelaunch {
     pub fn target(&self) -> &Target {
         &self.target
-    }
-
-    /// The validated args, for the hub to recompose the line with
-    /// [`compose_relaunch_line`](crate::compose_relaunch_line) from the slot it claims.
-    pub fn resume_args(&self) -> &[String] {
-        &self.resume_args
     }
 
     /// The line composed at judgement from the pane's original launch command.

@@ -157,6 +157,7 @@ impl Budgets {
         self.by_token.remove(token);
     }
 
+    #[cfg(test)]
     pub(crate) fn tracked_tokens(&self) -> usize {
         self.by_token.len()
     }

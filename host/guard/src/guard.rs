@@ -63,8 +63,9 @@ impl Guard {
         self.budgets.restore(token, charges, now, &self.limits);
     }
 
-    /// How many tokens have charges remembered; for the hub's diagnostics.
-    pub fn tracked_tokens(&self) -> usize {
+    /// How many tokens have charges remembered (the budget's memory stays bounded).
+    #[cfg(test)]
+    pub(crate) fn tracked_tokens(&self) -> usize {
         self.budgets.tracked_tokens()
     }
 
@@ -148,11 +149,7 @@ impl Guard {
                     &plugin.allowed_resume_flags,
                 )?;
                 self.charge_if_within_budget(token, BudgetKind::Relaunch, now)?;
-                Ok(Approved::Relaunch(ApprovedRelaunch {
-                    target,
-                    resume_args: resume_args.clone(),
-                    line,
-                }))
+                Ok(Approved::Relaunch(ApprovedRelaunch { target, line }))
             }
             Command::WatchPane { token } => {
                 let facts = facts.ok_or(Refused::UnknownPane)?;

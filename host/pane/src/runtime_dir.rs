@@ -3,24 +3,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The per-user base of runtime dirs: `$XDG_RUNTIME_DIR/nightcrow`, else
-/// `~/.nightcrow/run` (SPEC §5.4). `None` when neither variable gives an absolute path.
-pub fn default_runtime_base() -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    if let Some(xdg) = absolute("XDG_RUNTIME_DIR") {
-        return Some(xdg.join("nightcrow"));
-    }
-    #[cfg(windows)]
-    let home = absolute("USERPROFILE");
-    #[cfg(not(windows))]
-    let home = absolute("HOME");
-    home.map(|home| home.join(".nightcrow").join("run"))
-}
-
 /// `base/<16 lowercase hex of FNV-1a-64 of hub_root's bytes>`: one dir per hub, named
 /// without revealing the path and stable across daemon restarts (SPEC §5.4).
 pub fn runtime_dir_for(base: &Path, hub_root: &Path) -> PathBuf {

@@ -118,11 +118,6 @@ impl WebServer {
         })
     }
 
-    /// Where it listens (the port is the real one when the config asked for 0).
-    pub fn address(&self) -> SocketAddr {
-        self.address
-    }
-
     /// The page's address, for `repo` if given.
     pub fn url(&self, repo: Option<&Path>) -> String {
         let base = format!("http://{}/", self.address);
