@@ -7,6 +7,9 @@
 //! - without a session: `GET /login`, `POST /login`, `/assets/nightcrow.css`;
 //! - with one: the terminal page, its scripts, `GET /api/repos`, `POST /logout`, and the
 //!   WebSocket `GET /ws?repo=DIR`, which also needs an `Origin` that is this server.
+//!
+//! A session is checked in one place, the [`SignedIn`] extractor, and it is the only way a
+//! handler reaches the hubs: a handler that forgot it would not compile.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{ConnectInfo, Form, Path as UrlPath, Query, Request, State};
+use axum::extract::{ConnectInfo, Form, FromRequestParts, Path as UrlPath, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -44,9 +48,10 @@ const SECURITY_HEADERS: &[(&str, &str)] = &[
     ("cache-control", "no-store"),
 ];
 
-/// The server's state, shared by every request.
+/// The server's state, shared by every request. The hubs are kept [`Behind`]: only a
+/// [`SignedIn`] reaches them.
 pub(crate) struct Web<H> {
-    hubs: H,
+    hubs: Behind<H>,
     login: Arc<Login>,
     checks: Arc<Semaphore>,
     /// `Host` values answered; empty when bound beyond loopback with no `[web] hosts` (any
@@ -81,16 +86,12 @@ impl<H: Hubs> Web<H> {
             }
         }
         Web {
-            hubs,
+            hubs: Behind(hubs),
             login,
             checks: Arc::new(Semaphore::new(CONCURRENT_CHECKS)),
             hosts: answered,
             secure_cookie,
         }
-    }
-
-    fn signed_in(&self, headers: &HeaderMap) -> bool {
-        self.login.sessions.check(cookie(headers))
     }
 
     fn cookie_header(&self, id: &str) -> HeaderValue {
@@ -99,6 +100,37 @@ impl<H: Hubs> Web<H> {
 }
 
 type Shared<H> = State<Arc<Web<H>>>;
+
+/// What only a signed-in request may use; private to [`SignedIn`].
+struct Behind<H>(H);
+
+/// A request with a live session. Handlers that serve a person's panes take it, and get
+/// the hubs from it; without a session the request is answered 401, or sent to the login
+/// page when it is the page itself (keeping the repository asked for).
+pub(crate) struct SignedIn<H>(Arc<Web<H>>);
+
+impl<H: Hubs> SignedIn<H> {
+    fn hubs(&self) -> &H {
+        &self.0.hubs.0
+    }
+}
+
+impl<H: Hubs> FromRequestParts<Arc<Web<H>>> for SignedIn<H> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web<H>>) -> Result<Self, Response> {
+        if web.login.sessions.check(cookie(&parts.headers)) {
+            return Ok(SignedIn(Arc::clone(web)));
+        }
+        if parts.uri.path() == "/" {
+            let wanted = Query::<WantedRepo>::try_from_uri(&parts.uri)
+                .map(|Query(wanted)| wanted.query())
+                .unwrap_or_default();
+            return Err(Redirect::to(&format!("/login{wanted}")).into_response());
+        }
+        Err((StatusCode::UNAUTHORIZED, "log in first").into_response())
+    }
+}
 
 pub(crate) fn router<H: Hubs>(web: Web<H>) -> Router {
     let web = Arc::new(web);
@@ -140,24 +172,17 @@ async fn every_request<H: Hubs>(State(web): Shared<H>, request: Request, next: N
     response
 }
 
-async fn app_page<H: Hubs>(
-    State(web): Shared<H>,
-    headers: HeaderMap,
-    Query(wanted): Query<WantedRepo>,
-) -> Response {
-    if !web.signed_in(&headers) {
-        // The login keeps the repository asked for, so a bookmarked page opens it.
-        return Redirect::to(&format!("/login{}", wanted.query())).into_response();
-    }
+/// Without a session [`SignedIn`] sends the person to the login page, which keeps the
+/// repository asked for, so a bookmarked page opens it.
+async fn app_page<H: Hubs>(_: SignedIn<H>) -> Response {
     Html(assets::APP_PAGE).into_response()
 }
 
 async fn login_page<H: Hubs>(
-    State(web): Shared<H>,
-    headers: HeaderMap,
+    signed_in: Result<SignedIn<H>, Response>,
     Query(wanted): Query<WantedRepo>,
 ) -> Response {
-    if web.signed_in(&headers) {
+    if signed_in.is_ok() {
         return Redirect::to(&format!("/{}", wanted.query())).into_response();
     }
     login_form(StatusCode::OK, "")
@@ -198,7 +223,7 @@ async fn login<H: Hubs>(
     Query(wanted): Query<WantedRepo>,
     Form(form): Form<LoginForm>,
 ) -> Response {
-    if !same_origin(&headers, false) {
+    if names_another_origin(&headers) {
         return (StatusCode::FORBIDDEN, "cross-origin login refused").into_response();
     }
     let Some(hash) = web.login.password_hash() else {
@@ -252,7 +277,7 @@ fn too_many(wait: Duration, message: &str) -> Response {
 }
 
 async fn logout<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
-    if !same_origin(&headers, false) {
+    if names_another_origin(&headers) {
         return (StatusCode::FORBIDDEN, "cross-origin logout refused").into_response();
     }
     web.login.sessions.close(cookie(&headers));
@@ -264,25 +289,21 @@ async fn logout<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response 
 }
 
 async fn asset<H: Hubs>(
-    State(web): Shared<H>,
+    signed_in: Result<SignedIn<H>, Response>,
     UrlPath(name): UrlPath<String>,
-    headers: HeaderMap,
 ) -> Response {
-    match assets::find(&name) {
-        Some(asset) if asset.public || web.signed_in(&headers) => {
+    match (assets::find(&name), signed_in) {
+        (Some(asset), signed_in) if asset.public || signed_in.is_ok() => {
             ([(header::CONTENT_TYPE, asset.content_type)], asset.body).into_response()
         }
-        Some(_) => StatusCode::UNAUTHORIZED.into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
+        (Some(_), Err(refused)) => refused,
+        _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
-async fn repos<H: Hubs>(State(web): Shared<H>, headers: HeaderMap) -> Response {
-    if !web.signed_in(&headers) {
-        return StatusCode::UNAUTHORIZED.into_response();
-    }
-    let repos: Vec<serde_json::Value> = web
-        .hubs
+async fn repos<H: Hubs>(signed_in: SignedIn<H>) -> Response {
+    let repos: Vec<serde_json::Value> = signed_in
+        .hubs()
         .repos()
         .await
         .into_iter()
@@ -303,19 +324,16 @@ struct SocketQuery {
 }
 
 async fn upgrade<H: Hubs>(
-    State(web): Shared<H>,
+    signed_in: SignedIn<H>,
     headers: HeaderMap,
     Query(query): Query<SocketQuery>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if !web.signed_in(&headers) {
-        return (StatusCode::UNAUTHORIZED, "log in first").into_response();
-    }
-    if !same_origin(&headers, true) {
+    if !is_this_origin(&headers) {
         tracing::warn!(origin = ?headers.get(header::ORIGIN), "web client: a cross-origin WebSocket refused");
         return (StatusCode::FORBIDDEN, "cross-origin WebSocket refused").into_response();
     }
-    let Some(hub) = web.hubs.hub(&query.repo).await else {
+    let Some(hub) = signed_in.hubs().hub(&query.repo).await else {
         return (StatusCode::NOT_FOUND, "no such open repository").into_response();
     };
     upgrade
@@ -324,20 +342,28 @@ async fn upgrade<H: Hubs>(
         .on_upgrade(move |socket| socket::serve(socket, hub))
 }
 
-/// Whether the request's `Origin` is this server (`http://` or `https://` + its `Host`).
-/// A WebSocket upgrade must carry one; a form post may lack it (old browsers) but may not
-/// name another.
-fn same_origin(headers: &HeaderMap, required: bool) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
-        return !required;
-    };
+/// Whether the request's `Origin` is this server (`http://` or `https://` + its `Host`);
+/// `None` without one. A WebSocket upgrade must carry one ([`is_this_origin`]); a form post
+/// may lack it (old browsers) but may not name another ([`names_another_origin`]).
+fn origin_matches(headers: &HeaderMap) -> Option<bool> {
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok())?;
     let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
+        return Some(false);
     };
-    origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-        == Some(host)
+    Some(
+        origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            == Some(host),
+    )
+}
+
+fn is_this_origin(headers: &HeaderMap) -> bool {
+    origin_matches(headers) == Some(true)
+}
+
+fn names_another_origin(headers: &HeaderMap) -> bool {
+    origin_matches(headers) == Some(false)
 }
 
 fn cookie(headers: &HeaderMap) -> Option<&str> {
@@ -370,12 +396,15 @@ mod tests {
             }
             headers
         };
-        assert!(same_origin(&headers(Some("http://127.0.0.1:8091")), true));
-        assert!(!same_origin(&headers(Some("http://127.0.0.1:8092")), true));
-        assert!(!same_origin(&headers(Some("http://evil.example")), true));
-        assert!(!same_origin(&headers(Some("null")), true));
-        assert!(!same_origin(&headers(None), true));
-        assert!(same_origin(&headers(None), false));
+        assert!(is_this_origin(&headers(Some("http://127.0.0.1:8091"))));
+        assert!(is_this_origin(&headers(Some("https://127.0.0.1:8091"))));
+        for other in ["http://127.0.0.1:8092", "http://evil.example", "null"] {
+            assert!(!is_this_origin(&headers(Some(other))), "{other}");
+            assert!(names_another_origin(&headers(Some(other))), "{other}");
+        }
+        // Without an Origin: no WebSocket, but a form post from an old browser is fine.
+        assert!(!is_this_origin(&headers(None)));
+        assert!(!names_another_origin(&headers(None)));
         assert_eq!(query_escape("/srv/my repo&x"), "/srv/my%20repo%26x");
     }
 }
