@@ -7,7 +7,7 @@ use nightcrow_config::TuiConfig;
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
-use nightcrow_tui::{Attachment, Options, Outcome};
+use nightcrow_tui::{Attachment, FirstPane, Options, Outcome};
 
 use crate::Failure;
 
@@ -31,7 +31,7 @@ pub fn run(
     let failure = |error: ClientError| other(error.to_string());
     let out_of_turn =
         |answer: &DaemonAnswer| other(format!("the daemon answered out of turn: {answer:?}"));
-    let (root, create_first_pane, (frames, requests)) = tokio.block_on(async {
+    let (root, hub_was_empty, (frames, requests)) = tokio.block_on(async {
         let mut connection = Connection::open(home).await.map_err(failure)?;
         let root = match connection
             .ask(&DaemonRequest::Open { dir: repo })
@@ -60,7 +60,11 @@ pub fn run(
     })?;
     let options = Options {
         leader: tui.leader,
-        create_first_pane,
+        first_pane: if hub_was_empty {
+            FirstPane::Open
+        } else {
+            FirstPane::Existing
+        },
         notify: tui.notify,
     };
     let outcome = tokio

@@ -185,7 +185,7 @@ async fn in_tui(
     });
     let options = nightcrow_tui::Options {
         leader: nightcrow_config::LeaderKey::default(),
-        create_first_pane: false,
+        first_pane: nightcrow_tui::FirstPane::Existing,
         notify: nightcrow_config::TuiNotify::default(),
     };
     let ended = nightcrow_tui::run(nightcrow_tui::Attachment { frames, requests }, options)

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use nightcrow_config::LeaderKey;
 use nightcrow_hub::{ClientRequest, Frame, HubMessage, Notice, Notices, RecoveryReport};
 
+use crate::FirstPane;
 use crate::format::{Clock, Recovery};
 
 /// Lines of history each pane keeps for scrollback mode.
@@ -262,7 +263,7 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(leader: LeaderKey, size: PaneSize, create_first_pane: bool) -> App {
+    pub fn new(leader: LeaderKey, size: PaneSize, first_pane: FirstPane) -> App {
         App {
             panes: Vec::new(),
             active: 0,
@@ -276,7 +277,7 @@ impl App {
             untold: Vec::new(),
             outcome: None,
             skips: 0,
-            create_on_hello: create_first_pane,
+            create_on_hello: first_pane == FirstPane::Open,
             awaiting_created: false,
             greeted: false,
             reselect: None,

@@ -5,7 +5,7 @@ use super::*;
 const SIZE: PaneSize = PaneSize { rows: 10, cols: 40 };
 
 fn app() -> App {
-    App::new(LeaderKey::default(), SIZE, false)
+    App::new(LeaderKey::default(), SIZE, FirstPane::Existing)
 }
 
 fn created(app: &mut App, pane: u64) -> Vec<ClientRequest> {

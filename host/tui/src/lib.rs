@@ -42,12 +42,20 @@ pub struct Attachment {
     pub requests: mpsc::UnboundedSender<ClientRequest>,
 }
 
+/// Whether the TUI opens the first pane itself once attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstPane {
+    /// The hub had none: open a shell.
+    Open,
+    /// The hub has its panes (or will have: the demo opens its own).
+    Existing,
+}
+
 /// How the TUI starts.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub leader: LeaderKey,
-    /// Open a shell pane once attached (the hub had none).
-    pub create_first_pane: bool,
+    pub first_pane: FirstPane,
     /// How a notice reaches the person's terminal as a desktop notification.
     pub notify: TuiNotify,
 }
@@ -69,7 +77,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     let mut app = App::new(
         options.leader,
         PaneSize::of_terminal(rows, cols),
-        options.create_first_pane,
+        options.first_pane,
     );
     let frame_time = Duration::from_secs(1) / FRAMES_PER_SECOND;
     let mut last_draw = Instant::now() - frame_time;
