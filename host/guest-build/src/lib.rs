@@ -40,6 +40,12 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
             std::env::var("TARGET").expect("cargo sets TARGET for build scripts")
         }
     };
+    if target == GuestTarget::Wasm {
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        if let Some(missing) = missing_std(Command::new(rustc), &triple) {
+            panic!("{missing}");
+        }
+    }
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command
         .current_dir(&workspace)
@@ -51,7 +57,8 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
         ])
         .args(["--package", package, "--target", &triple, "--target-dir"])
         .arg(workspace.join("target").join("guests"))
-        .stdout(Stdio::piped());
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // Flags exported for the outer crate (coverage, sanitizers) must not leak into guests,
     // nor must `cargo clippy`'s wrapper: under it the guests would be linted with the outer
     // run's `-D warnings` instead of built.
@@ -74,12 +81,15 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .collect();
     if !output.status.success() {
-        // The compiler's diagnostics arrive as JSON on stdout; show them, or the failure
+        // Cargo renders the compiler's diagnostics on its stderr; show them, or the failure
         // says nothing about its cause.
-        for message in &messages {
-            if let Some(rendered) = message["message"]["rendered"].as_str() {
-                eprintln!("{rendered}");
-            }
+        let errors = String::from_utf8_lossy(&output.stderr);
+        eprintln!("{errors}");
+        if missing_std_in(&errors) {
+            panic!(
+                "building guest package {package} for {triple} failed\n{}",
+                install_hint(&triple)
+            );
         }
         panic!("building guest package {package} for {triple} failed");
     }
@@ -118,6 +128,51 @@ pub fn build(package: &str, target: GuestTarget) -> Vec<Guest> {
     }
     guests.sort_by(|a, b| a.name.cmp(&b.name));
     guests
+}
+
+/// Why nothing can be built for `triple` with this `rustc`, if its standard library is not
+/// installed: without it the nested build fails minutes in, on the first crate.
+fn missing_std(mut rustc: Command, triple: &str) -> Option<String> {
+    let printed = rustc
+        .args(["--print", "target-libdir", "--target", triple])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    let Some(libdir) = printed else {
+        return Some(format!(
+            "this Rust does not know the target {triple}.\n{}",
+            install_hint(triple)
+        ));
+    };
+    let has_std = std::fs::read_dir(&libdir).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("libstd-") && name.ends_with(".rlib")
+        })
+    });
+    (!has_std).then(|| {
+        format!(
+            "the Rust standard library for {triple} is not installed ({libdir} has no \
+             libstd).\n{}",
+            install_hint(triple)
+        )
+    })
+}
+
+/// Whether a failed build's `stderr` says the target's standard library is missing.
+fn missing_std_in(stderr: &str) -> bool {
+    stderr.contains("can't find crate for `std`") || stderr.contains("can't find crate for `core`")
+}
+
+fn install_hint(triple: &str) -> String {
+    format!(
+        "The plugins bundled with nightcrow and its test plugins are built for {triple}. \
+         Run `rustup toolchain install` in the repository root (it installs the toolchain \
+         rust-toolchain.toml names, with its targets), or `rustup target add {triple}`."
+    )
 }
 
 fn workspace_root() -> PathBuf {
@@ -176,6 +231,50 @@ fn dep_info_sources(text: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rustc() -> Command {
+        Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
+    }
+
+    /// A toolchain without the target, as a real rustc sees one: a sysroot that lacks it.
+    fn rustc_without_targets(sysroot: &Path) -> Command {
+        let mut rustc = rustc();
+        rustc.arg("--sysroot").arg(sysroot);
+        rustc
+    }
+
+    #[test]
+    fn a_missing_target_is_named_with_the_commands_that_install_it() {
+        // This repository's toolchain file installs it.
+        assert_eq!(missing_std(rustc(), "wasm32-wasip2"), None);
+        let empty = std::env::temp_dir().join(format!("guest-build-{}", std::process::id()));
+        std::fs::create_dir_all(&empty).unwrap();
+        let missing = missing_std(rustc_without_targets(&empty), "wasm32-wasip2")
+            .expect("an empty sysroot has no std");
+        assert!(
+            missing.contains("standard library for wasm32-wasip2 is not installed")
+                && missing.contains("`rustup toolchain install` in the repository root")
+                && missing.contains("`rustup target add wasm32-wasip2`"),
+            "{missing}"
+        );
+        assert!(missing_std(rustc(), "no-such-target").is_some());
+
+        // What a build that went ahead anyway says, recognised.
+        let compiled = rustc_without_targets(&empty)
+            .args(["--target", "wasm32-wasip2", "--crate-type", "lib", "-"])
+            .arg("--out-dir")
+            .arg(&empty)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&empty).unwrap();
+        let stderr = String::from_utf8_lossy(&compiled.stderr);
+        assert!(
+            !compiled.status.success() && missing_std_in(&stderr),
+            "{stderr}"
+        );
+        assert!(!missing_std_in("error[E0308]: mismatched types"));
+    }
 
     #[test]
     fn dep_info_sources_unescape_spaces_and_skip_the_target() {
