@@ -88,6 +88,25 @@ fn an_empty_file_is_a_valid_config_with_defaults() {
     assert_eq!(config.shell, ShellConfig::default());
 }
 
+/// Every refused key and value at once, in file order; a required key refused for its value
+/// is not reported missing as well.
+#[test]
+fn every_problem_is_reported_at_once_in_file_order() {
+    check_errors(
+        "[web]\nport = \"x\"\n[[plugin]]\nname = 5\ncommand = \"builtin:nightcrow-recovery\"\n\
+         args = [\"a\", 1]\n[shell]\nprogam = \"/bin/sh\"\n",
+        &[
+            "2:8: invalid type: string \"x\", expected u16",
+            "4:8: invalid type: integer `5`, expected a string",
+            "6:14: invalid type: integer `1`, expected a string",
+            "8:1: unknown field `progam`, expected `program` or `command_args`; did you mean `program`?",
+        ],
+    );
+    let errors = parse_text("[shell\nprogram = \"/bin/sh\"\n[web]\nport = = 1\n").unwrap_err();
+    let lines: Vec<usize> = errors.0.iter().map(|error| error.line).collect();
+    assert_eq!(lines, [1, 4], "{errors}");
+}
+
 #[test]
 fn unknown_keys_name_their_position_and_a_likely_spelling() {
     check_errors(
