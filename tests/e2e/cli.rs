@@ -233,3 +233,42 @@ fn the_config_is_never_written_through_a_planted_file_or_link() {
         .collect();
     assert!(names.is_empty(), "temp files left: {names:?}");
 }
+
+/// Every problem in the file at once, in file order, each with file, line and column: the
+/// shape errors serde stops at (an unknown key, a wrong type) and the ones validation finds.
+#[test]
+fn every_config_problem_is_listed_at_once_in_file_order() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "[shell]\nprogramm = \"/bin/sh\"\nfoo = 1\n\n[web]\nport = \"x\"\n\n\
+         [[startup_command]]\ncommand = \"codex\"\nplugin = \"nobody\"\n\n\
+         [[plugin]]\nname = \"p\"\ncommand = \"builtin:nightcrow-recovery\"\nmemory_mb = 5\n",
+    )
+    .unwrap();
+    let refused = nightcrow(home.path(), &["plugin", "list"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(|line| {
+            let at = line.strip_prefix(path.to_str().unwrap()).expect(&stderr);
+            at.split(':').nth(1).unwrap()
+        })
+        .collect();
+    assert_eq!(lines, ["2", "3", "6", "10", "15"], "{stderr}");
+    assert!(stderr.contains("did you mean `program`?"), "{stderr}");
+
+    // Syntax errors too: every line the parser cannot read, not only the first.
+    std::fs::write(&path, "[shell\nprogram = \"/bin/sh\"\n[web]\nport = = 1\n").unwrap();
+    let refused = nightcrow(home.path(), &["plugin", "list"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    for position in [":1:", ":4:"] {
+        assert!(
+            stderr.contains(&format!("{}{position}", path.display())),
+            "{position}: {stderr}"
+        );
+    }
+}
