@@ -272,3 +272,38 @@ fn every_config_problem_is_listed_at_once_in_file_order() {
         );
     }
 }
+
+/// The Rust template's README names the Rust its `edition` needs, and its manifest says so
+/// to cargo too (`rust-version`), so an older toolchain is refused with that version.
+#[test]
+fn the_rust_template_names_the_rust_its_edition_needs() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("mine");
+    let created = nightcrow(
+        home.path(),
+        &[
+            "plugin",
+            "new",
+            "mine",
+            "--lang",
+            "rust",
+            "--dir",
+            project.to_str().unwrap(),
+        ],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    let manifest: toml_edit::DocumentMut = manifest.parse().unwrap();
+    let package = &manifest["package"];
+    let needed = match package["edition"].as_str().unwrap() {
+        "2024" => "1.85",
+        "2021" => "1.56",
+        other => panic!("edition {other}: add the Rust it needs here"),
+    };
+    assert_eq!(package["rust-version"].as_str(), Some(needed));
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("(Rust {needed} or later)")),
+        "{readme}"
+    );
+}
