@@ -7,7 +7,7 @@ use nightcrow_config::TuiConfig;
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
-use nightcrow_tui::{Attachment, FirstPane, Options, Outcome};
+use nightcrow_tui::{Attachment, FirstPane, Options, Outcome, Role};
 
 use crate::Failure;
 
@@ -65,6 +65,7 @@ pub fn run(
         } else {
             FirstPane::Existing
         },
+        role: Role::Attached,
         notify: tui.notify,
     };
     let outcome = tokio

@@ -186,6 +186,7 @@ async fn in_tui(
     let options = nightcrow_tui::Options {
         leader: nightcrow_config::LeaderKey::default(),
         first_pane: nightcrow_tui::FirstPane::Existing,
+        role: nightcrow_tui::Role::Demo,
         notify: nightcrow_config::TuiNotify::default(),
     };
     let ended = nightcrow_tui::run(nightcrow_tui::Attachment { frames, requests }, options)

@@ -62,8 +62,8 @@ enum Action {
     },
     /// Watch a usage-limit recovery happen: a throw-away hub, a scripted Codex stand-in
     /// that hits its limit, and the sandboxed recovery plugin resuming it. No account, no
-    /// network; about 45 s. In a terminal it runs in the TUI; `--plain` (or a stdout that
-    /// is not a terminal) prints a transcript instead.
+    /// network; about 45 s. In a terminal it runs in the TUI (q, Esc or Ctrl+C ends it);
+    /// `--plain` (or a stdout that is not a terminal) prints a transcript instead.
     Demo {
         /// Print a transcript instead of showing the TUI.
         #[arg(long)]

@@ -663,6 +663,35 @@ fn the_demo_in_the_tui_counts_down_on_the_tab_and_relaunches_in_the_same_tab() {
     assert!(ended.contains("EXITED 0"), "{ended}");
 }
 
+/// The demo is watched, not typed into: q, Esc and Ctrl+C end it (each in a demo of its
+/// own, all at once), and its help says what the leader's `d` does there.
+#[test]
+fn q_esc_and_ctrl_c_end_the_demo_and_its_help_says_so() {
+    let demos: Vec<(&str, Tui)> = ["q", "Escape", "C-c"]
+        .into_iter()
+        .filter_map(|key| Some((key, Tui::run("", "demo", 100, 30)?)))
+        .collect();
+    for (key, tui) in &demos {
+        tui.wait_for("the demo's pane", |screen| screen.starts_with(" 1:codex"));
+        if *key == "q" {
+            tui.leader("?");
+            let help = tui.wait_for_text("end the demo");
+            assert!(!help.contains("detach"), "{help}");
+            tui.keys(&["Space"]);
+            tui.wait_for("the help to close", |screen| {
+                !screen.contains("end the demo")
+            });
+        }
+        tui.keys(&[key]);
+        let ended = tui.assert_ended_and_restored();
+        assert!(
+            ended.contains("demo left before the recovery"),
+            "{key}: {ended}"
+        );
+        assert!(ended.contains("EXITED 0"), "{key}: {ended}");
+    }
+}
+
 /// Whether `line` shows `state` with its deadline: `state · HH:MM (…)`, or with the date,
 /// `state · YYYY-MM-DD HH:MM (…)`.
 pub(crate) fn shows_deadline(line: &str, state: &str) -> bool {

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use nightcrow_config::LeaderKey;
 use nightcrow_hub::{ClientRequest, Frame, HubMessage, Notice, Notices, RecoveryReport};
 
-use crate::FirstPane;
 use crate::format::{Clock, Recovery};
+use crate::{FirstPane, Role};
 
 /// Lines of history each pane keeps for scrollback mode.
 const SCROLLBACK_LINES: usize = 5_000;
@@ -253,6 +253,7 @@ pub struct App {
     pub skips: u64,
     /// Whether the first pane is ours to create once the replay is in (`hello`).
     create_on_hello: bool,
+    pub role: Role,
     /// A `create` of ours is on its way: its pane comes into view when it appears; a pane
     /// opened by someone else (another client, a relaunch) does not take the screen.
     awaiting_created: bool,
@@ -278,6 +279,7 @@ impl App {
             outcome: None,
             skips: 0,
             create_on_hello: first_pane == FirstPane::Open,
+            role: Role::Attached,
             awaiting_created: false,
             greeted: false,
             reselect: None,

@@ -198,7 +198,7 @@ fn color(color: vt100::Color) -> Color {
 }
 
 fn draw_help(frame: &mut Frame, app: &App, panes: Rect) {
-    let table = key_table(app.leader);
+    let table = key_table(app.leader, app.role);
     let key_width = table.iter().map(|(key, _)| key.width()).max().unwrap_or(0);
     let lines: Vec<Line> = table
         .iter()

@@ -5,6 +5,7 @@
 use nightcrow_config::LeaderKey;
 use nightcrow_hub::ClientRequest;
 
+use crate::Role;
 use crate::app::{App, Mode, Outcome};
 use crate::keys::{Key, next_key};
 
@@ -13,6 +14,22 @@ impl App {
     pub fn on_input(&mut self, mut bytes: &[u8]) -> Vec<ClientRequest> {
         let mut requests = Vec::new();
         while !bytes.is_empty() && self.outcome.is_none() {
+            if self.mode == Mode::Normal && self.role == Role::Demo {
+                let (key, used) = next_key(bytes);
+                bytes = &bytes[used..];
+                match key {
+                    Key::Byte(b'q' | CTRL_C) | Key::Escape => {
+                        self.outcome = Some(Outcome::Detached);
+                    }
+                    Key::Byte(byte) if byte == self.leader.byte() => {
+                        self.mode = Mode::Leader;
+                        self.dirty = true;
+                    }
+                    // The demo's pane is watched, not typed into.
+                    _ => {}
+                }
+                continue;
+            }
             if self.mode == Mode::Normal {
                 // Everything up to the leader goes to the pane in one write.
                 let leader = self.leader.byte();
@@ -125,23 +142,41 @@ impl App {
     }
 }
 
-/// The key table, as the help popup shows it.
-pub fn key_table(leader: LeaderKey) -> Vec<(String, &'static str)> {
-    [
+/// What Ctrl+C sends in raw mode.
+const CTRL_C: u8 = 0x03;
+
+/// The key table, as the help popup shows it. Nothing is typed into the demo's pane, so its
+/// table has no typing keys, and its way out ends it.
+pub fn key_table(leader: LeaderKey, role: Role) -> Vec<(String, &'static str)> {
+    let demo = role == Role::Demo;
+    let leave = if demo {
+        "end the demo"
+    } else {
+        "detach (panes keep running)"
+    };
+    let demo_ends = demo.then(|| ("q  Esc  Ctrl+C".to_owned(), leave));
+    let table = [
         ("c", "new pane"),
         ("n  p", "next / previous pane"),
         ("1-9", "go to pane"),
         ("x", "close pane (asks first)"),
         ("r", "cancel recovery of this pane"),
         ("[", "scrollback: PgUp PgDn arrows, q leaves"),
-        ("d", "detach (panes keep running)"),
+        ("d", leave),
         ("?", "this help"),
     ]
     .into_iter()
-    .map(|(key, what)| (format!("{leader} {key}"), what))
-    .chain([(
-        format!("{leader} {leader}"),
-        "send the leader key to the pane",
-    )])
-    .collect()
+    .filter(|(key, _)| !demo || *key != "c")
+    .map(|(key, what)| (format!("{leader} {key}"), what));
+    let leader_to_pane = (!demo).then(|| {
+        (
+            format!("{leader} {leader}"),
+            "send the leader key to the pane",
+        )
+    });
+    demo_ends
+        .into_iter()
+        .chain(table)
+        .chain(leader_to_pane)
+        .collect()
 }

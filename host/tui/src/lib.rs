@@ -51,11 +51,23 @@ pub enum FirstPane {
     Existing,
 }
 
+/// What the person in front of the TUI does there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Works in the panes: keys are typed into them; the leader's `d` detaches and the
+    /// panes keep running.
+    Attached,
+    /// Watches `nightcrow demo`: keys are not typed into its pane, and q, Esc, Ctrl+C or the
+    /// leader's `d` end the demo (its hub goes with it).
+    Demo,
+}
+
 /// How the TUI starts.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub leader: LeaderKey,
     pub first_pane: FirstPane,
+    pub role: Role,
     /// How a notice reaches the person's terminal as a desktop notification.
     pub notify: TuiNotify,
 }
@@ -79,6 +91,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
         PaneSize::of_terminal(rows, cols),
         options.first_pane,
     );
+    app.role = options.role;
     let frame_time = Duration::from_secs(1) / FRAMES_PER_SECOND;
     let mut last_draw = Instant::now() - frame_time;
     // The wall-clock second of the last draw: a chip that counts down is drawn again when
