@@ -74,14 +74,14 @@ pub fn run(
     tokio.shutdown_background();
     match outcome {
         Outcome::Detached => {
-            println!(
+            outln!(
                 "detached from {}; its panes keep running (`nightcrow attach` comes back)",
                 root.display()
             );
             Ok(())
         }
         Outcome::NoPanes => {
-            println!("every pane of {} has ended", root.display());
+            outln!("every pane of {} has ended", root.display());
             Ok(())
         }
         Outcome::Closed => Err(other(

@@ -105,7 +105,7 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
     let started = std::time::Instant::now();
     loop {
         if tokio.block_on(Connection::open(home)).is_ok() {
-            println!(
+            outln!(
                 "nightcrow daemon running (pid {}), log: {}",
                 child.id(),
                 log_path.display()
@@ -157,7 +157,7 @@ pub fn stop(home: &Home) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!("nightcrow daemon stopped");
+    outln!("nightcrow daemon stopped");
     Ok(())
 }
 
@@ -174,7 +174,7 @@ pub fn restart(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<()
     };
     let panes: usize = status.repos.iter().map(|repo| repo.panes.len()).sum();
     let holds: usize = status.repos.iter().map(|repo| repo.holds.len()).sum();
-    println!(
+    outln!(
         "back: {} {}, {panes} {}, {holds} held for a relaunch",
         status.repos.len(),
         plural(status.repos.len(), "repository", "repositories"),
@@ -191,7 +191,7 @@ pub fn open(home: &Home, dir: &Path) -> Result<(), Failure> {
     let dir =
         std::path::absolute(dir).map_err(|e| Failure::Other(format!("{}: {e}", dir.display())))?;
     match ask(home, &DaemonRequest::Open { dir })? {
-        DaemonAnswer::Opened { repo } => println!("opened {}", repo.display()),
+        DaemonAnswer::Opened { repo } => outln!("opened {}", repo.display()),
         other => return Err(unexpected(&other)),
     }
     Ok(())
@@ -215,10 +215,10 @@ pub fn reload(home: &Home) -> Result<(), Failure> {
         return Err(unexpected(&answer));
     };
     if repos.is_empty() {
-        println!("config reloaded; no repository is open");
+        outln!("config reloaded; no repository is open");
     }
     for repo in repos {
-        println!("{}:", repo.repo.display());
+        outln!("{}:", repo.repo.display());
         for (key, items) in [
             ("started", &repo.started),
             ("stopped", &repo.stopped),
@@ -227,11 +227,11 @@ pub fn reload(home: &Home) -> Result<(), Failure> {
             ("unusable", &repo.unusable),
         ] {
             if !items.is_empty() {
-                println!("  {key}: {}", items.join(", "));
+                outln!("  {key}: {}", items.join(", "));
             }
         }
         if !repo.retired.is_empty() {
-            println!("  relaunch holds retired: {}", repo.retired.len());
+            outln!("  relaunch holds retired: {}", repo.retired.len());
         }
     }
     Ok(())
@@ -246,18 +246,18 @@ pub fn status(home: &Home) -> Result<(), Failure> {
     // may write a control character to this terminal.
     let shown = |text: &str| escape_controls(text).into_owned();
     let path = |path: &Path| shown(&path.display().to_string());
-    println!(
+    outln!(
         "nightcrow daemon {} (pid {}), home {}",
         shown(&status.version),
         status.pid,
         path(home.root())
     );
     if status.repos.is_empty() {
-        println!("no repository open (`nightcrow open DIR`)");
+        outln!("no repository open (`nightcrow open DIR`)");
     }
     let now = chrono::Utc::now().timestamp();
     for repo in status.repos {
-        println!("{}", path(&repo.repo));
+        outln!("{}", path(&repo.repo));
         // Panes are numbered by their place, as the tabs of every client number them.
         let number = |id: u64| {
             repo.panes
@@ -266,7 +266,7 @@ pub fn status(home: &Home) -> Result<(), Failure> {
                 .map_or_else(|| format!("(id {id})"), |index| (index + 1).to_string())
         };
         for (index, pane) in repo.panes.iter().enumerate() {
-            println!(
+            outln!(
                 "  pane {}:{} {}, generation {}{}",
                 index + 1,
                 shown(pane.title.as_deref().unwrap_or("shell")),
@@ -279,7 +279,7 @@ pub fn status(home: &Home) -> Result<(), Failure> {
             );
         }
         for plugin in &repo.plugins {
-            println!(
+            outln!(
                 "  plugin {} {} (dropped events: {}, rejected lines: {})",
                 shown(&plugin.name),
                 shown(&plugin.state),
@@ -298,7 +298,7 @@ pub fn status(home: &Home) -> Result<(), Failure> {
                     )
                 })
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "  hold on pane {}: {}{deadline}; the hold lapses in {}",
                 number(hold.pane),
                 shown(report.map_or("no report yet", |report| report.state.as_str())),

@@ -48,7 +48,7 @@ pub fn run(tui: bool) -> Result<(), Failure> {
     let result = tokio.block_on(layout.watch(tui));
     tokio.shutdown_background();
     // After the TUI has given the terminal back, or as the transcript's last line.
-    println!("{}", result.map_err(other)?);
+    outln!("{}", result.map_err(other)?);
     Ok(())
 }
 
@@ -137,9 +137,9 @@ impl Layout {
     async fn watch(&self, tui: bool) -> Result<String, String> {
         let narrate = !tui;
         if narrate {
-            println!("nightcrow demo: a scripted Codex hits its usage limit; the sandboxed");
-            println!("recovery plugin (wasm, allowed to read only the demo's sessions folder)");
-            println!("waits for the reset and resumes the session in its pane.\n");
+            outln!("nightcrow demo: a scripted Codex hits its usage limit; the sandboxed");
+            outln!("recovery plugin (wasm, allowed to read only the demo's sessions folder)");
+            outln!("waits for the reset and resumes the session in its pane.\n");
         }
         let runtime = PluginRuntime::new(RuntimeConfig::user_default())
             .map_err(|e| format!("cannot start the plugin runtime: {e}"))?;
@@ -255,7 +255,7 @@ impl Story {
 
     fn say(&self, line: &str) {
         if self.narrate {
-            println!("{line}");
+            outln!("{line}");
         }
     }
 

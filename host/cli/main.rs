@@ -2,6 +2,17 @@
 //! `docs/ARCHITECTURE.md`).
 #![forbid(unsafe_code)]
 
+/// `print!` for what a command prints: see [`write_out`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::write_out(format_args!($($arg)*)) };
+}
+
+/// `println!` for what a command prints: see [`write_out`].
+macro_rules! outln {
+    () => { $crate::write_out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::write_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod attach;
 mod daemon;
 mod demo;
@@ -9,6 +20,7 @@ mod new;
 mod plugin;
 mod web;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -208,6 +220,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// The exit code of a command whose stdout was closed early, as a shell shows one that
+/// SIGPIPE ended (128 + 13).
+const CLOSED_STDOUT_EXIT: i32 = 141;
+
+/// Writes to stdout. A reader that went away (`nightcrow status | head -1`) ends the
+/// command quietly with [`CLOSED_STDOUT_EXIT`], as SIGPIPE ends a C tool: Rust ignores
+/// SIGPIPE, and `println!` would panic instead.
+fn write_out(text: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(text).and_then(|()| stdout.flush()) {
+        exit_on_stdout_error(&error);
+    }
+}
+
+/// Ends the process for an error writing to stdout: quietly if its reader went away.
+fn exit_on_stdout_error(error: &std::io::Error) -> ! {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(CLOSED_STDOUT_EXIT);
+    }
+    eprintln!("cannot write to stdout: {error}");
+    std::process::exit(1);
+}
+
 /// Log lines (a plugin's stderr among them) to stderr, or to `file` (rotating). `NIGHTCROW_LOG`
 /// filters like `RUST_LOG`; wasmtime's own DEBUG lines echo guest output, so they stay off
 /// by default.
@@ -289,7 +324,7 @@ fn init(home: &Home, path: &Path, force: bool) -> Result<(), String> {
     write_atomically(path, nightcrow_config::STARTER_CONFIG).map_err(|failure| match failure {
         Failure::Config(message) | Failure::Other(message) => message,
     })?;
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     Ok(())
 }
 

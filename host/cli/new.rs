@@ -98,8 +98,8 @@ pub fn run(name: &str, lang: Lang, dir: Option<&Path>) -> Result<(), String> {
         std::fs::write(&file, text.replace("{{name}}", name))
             .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
-    println!("created {} ({lang:?} plugin `{name}`)", root.display());
+    outln!("created {} ({lang:?} plugin `{name}`)", root.display());
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
-    print!("\n{readme}");
+    out!("\n{readme}");
     Ok(())
 }

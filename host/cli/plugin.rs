@@ -166,7 +166,7 @@ async fn install(home: &Home, file: &Path, name: Option<&str>, force: bool) -> R
         .install(&runtime()?, file, name, force)
         .await
         .map_err(|e| e.to_string())?;
-    println!(
+    outln!(
         "installed {} as `{}` ({} bytes, sha256 {})",
         file.display(),
         installed.name,
@@ -174,29 +174,29 @@ async fn install(home: &Home, file: &Path, name: Option<&str>, force: bool) -> R
         installed.sha256
     );
     print_abilities(&imports);
-    println!(
+    outln!(
         "The snippet below grants nothing: no directory, no connection, no environment \
          variable, default limits (64 MiB, 200 ms). Add grants only for what its author says \
          it needs, then set enabled = true.\n"
     );
-    print!("{}", registry::config_snippet(&installed.name));
+    out!("{}", registry::config_snippet(&installed.name));
     Ok(())
 }
 
 /// What the plugin will be able to do once enabled, in words, then its imports.
 fn print_abilities(imports: &[String]) {
-    println!("  once enabled it can:");
+    outln!("  once enabled it can:");
     for ability in nightcrow_plugin_host::abilities(imports) {
-        println!("    - {ability}");
+        outln!("    - {ability}");
     }
-    println!("  (imports: {})", imports.join(", "));
+    outln!("  (imports: {})", imports.join(", "));
 }
 
 async fn list(home: &Home) -> Result<(), String> {
     let registry = home.plugins();
     let installed = registry.list().map_err(|e| e.to_string())?;
     if installed.is_empty() {
-        println!("no plugins installed in {}", registry.dir().display());
+        outln!("no plugins installed in {}", registry.dir().display());
         return Ok(());
     }
     let runtime = runtime()?;
@@ -206,13 +206,15 @@ async fn list(home: &Home) -> Result<(), String> {
         } else {
             "CHANGED since install; it will not run"
         };
-        println!(
+        outln!(
             "{}  {} bytes  sha256 {} ({state})",
-            plugin.name, plugin.size, plugin.sha256
+            plugin.name,
+            plugin.size,
+            plugin.sha256
         );
         match runtime.check(&PluginSource::Path(plugin.path)).await {
             Ok(imports) => print_abilities(&imports),
-            Err(error) => println!("  refused by the import audit: {error}"),
+            Err(error) => outln!("  refused by the import audit: {error}"),
         }
     }
     Ok(())
@@ -224,9 +226,9 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
         .check(&source)
         .await
         .map_err(|e| format!("{file}: {e}"))?;
-    println!("{file}: loads, and imports only the plugin world:");
+    outln!("{file}: loads, and imports only the plugin world:");
     for import in &imports {
-        println!("  {import}");
+        outln!("  {import}");
     }
     let granted: Vec<_> = config
         .map(|config| {
@@ -238,7 +240,7 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
         })
         .unwrap_or_default();
     if granted.is_empty() {
-        println!("no [[plugin]] in the config runs this file, so it is granted nothing");
+        outln!("no [[plugin]] in the config runs this file, so it is granted nothing");
     }
     for plugin in granted {
         let state = if plugin.enabled {
@@ -246,9 +248,9 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
         } else {
             "disabled"
         };
-        println!("[[plugin]] {:?} ({state}) would grant:", plugin.name);
+        outln!("[[plugin]] {:?} ({state}) would grant:", plugin.name);
         if plugin.runtime == Runtime::Native {
-            println!("  everything: runtime = \"native\" runs it unsandboxed, as you");
+            outln!("  everything: runtime = \"native\" runs it unsandboxed, as you");
             continue;
         }
         let keys: Vec<_> = plugin.env.iter().map(|(key, _)| key.as_str()).collect();
@@ -257,9 +259,9 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
         } else {
             keys.join(", ")
         };
-        println!("  environment variables: {keys}");
+        outln!("  environment variables: {keys}");
         for (what, value) in plugin.sandbox.describe() {
-            println!("  {what}: {value}");
+            outln!("  {what}: {value}");
         }
     }
     Ok(())
@@ -320,9 +322,9 @@ async fn test_plugin(args: TestArgs) -> Result<(), String> {
     let report = nightcrow_conformance::check(&runtime()?, &spec, &options).await;
     if args.json {
         let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        println!("{json}");
+        outln!("{json}");
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text());
     }
     if report.passed() {
         Ok(())
@@ -366,11 +368,13 @@ async fn run_plugin(args: PluginArgs) -> Result<(), String> {
             command = plugin.recv() => match command {
                 Some(command) => {
                     let line = encode_command(&command).map_err(|e| e.to_string())?;
-                    stdout
+                    if let Err(error) = stdout
                         .write_all(line.as_bytes())
                         .await
                         .and(stdout.flush().await)
-                        .map_err(|e| format!("cannot write to stdout: {e}"))?;
+                    {
+                        crate::exit_on_stdout_error(&error);
+                    }
                 }
                 None => break,
             },

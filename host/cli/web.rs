@@ -37,8 +37,8 @@ pub fn run(home: &Home, dir: Option<&Path>, config: Option<&Path>) -> Result<(),
             Err(error) => Err(other(error.to_string())),
         }
     })?;
-    println!("nightcrow web client: {url}");
-    println!("(it runs in the daemon; `nightcrow stop` ends both)");
+    outln!("nightcrow web client: {url}");
+    outln!("(it runs in the daemon; `nightcrow stop` ends both)");
     Ok(())
 }
 
@@ -80,14 +80,14 @@ pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failur
     nightcrow_config::parse(config, &updated, user_home)
         .map_err(|errors| Failure::Config(errors.to_string()))?;
     crate::write_atomically(config, &updated)?;
-    println!("web client password set in {}", config.display());
+    outln!("web client password set in {}", config.display());
     let tokio = crate::daemon::tokio()?;
     if let Ok(mut connection) = tokio.block_on(Connection::open(home))
         && tokio
             .block_on(connection.ask(&DaemonRequest::Reload))
             .is_ok()
     {
-        println!("the running daemon has taken it");
+        outln!("the running daemon has taken it");
     }
     Ok(())
 }

@@ -273,6 +273,36 @@ fn every_config_problem_is_listed_at_once_in_file_order() {
     }
 }
 
+/// A command whose stdout is closed early (`nightcrow … | head -1`) ends quietly, as a
+/// command killed by SIGPIPE would (exit 141), instead of panicking.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = home.path().join("other.toml");
+    for args in [
+        &["plugin", "list"][..],
+        &["init", "--config", elsewhere.to_str().unwrap()],
+        &["plugin", "check", "builtin:nightcrow-recovery"],
+    ] {
+        let ended = crate::util::nightcrow(home.path())
+            .args(args)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(ended.status.code(), Some(141), "{args:?}: {ended:?}");
+        assert!(ended.stderr.is_empty(), "{args:?}: {ended:?}");
+    }
+}
+
+/// The write end of a pipe whose read end is already closed.
+#[cfg(unix)]
+pub(crate) fn closed_pipe() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer.into()
+}
+
 /// The Rust template's README names the Rust its `edition` needs, and its manifest says so
 /// to cargo too (`rust-version`), so an older toolchain is refused with that version.
 #[test]

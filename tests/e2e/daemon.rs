@@ -644,3 +644,20 @@ fn the_daemon_and_its_clients_refuse_a_peer_of_another_user() {
         "{stderr}"
     );
 }
+
+/// `nightcrow status | head -1`: the daemon's commands end quietly on a closed stdout.
+#[cfg(unix)]
+#[test]
+fn status_and_open_end_quietly_on_a_closed_stdout() {
+    let daemon = TestDaemon::start("");
+    let repo = tempfile::tempdir().unwrap();
+    for args in [&["status"][..], &["open", repo.path().to_str().unwrap()]] {
+        let ended = nightcrow(daemon.home())
+            .args(args)
+            .stdout(crate::cli::closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(ended.status.code(), Some(141), "{args:?}: {ended:?}");
+        assert!(ended.stderr.is_empty(), "{args:?}: {ended:?}");
+    }
+}
