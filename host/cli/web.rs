@@ -47,9 +47,11 @@ pub fn run(home: &Home, dir: Option<&Path>, config: Option<&Path>) -> Result<(),
 /// daemon take it at once.
 pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failure> {
     let other = |message: String| Failure::Other(message);
-    let password = if std::io::stdin().is_terminal() {
+    let hash = if std::io::stdin().is_terminal() {
         let first = rpassword::prompt_password("New web client password: ")
             .map_err(|e| other(format!("reading the password: {e}")))?;
+        // Hashing checks it: one that would be refused is, before it is asked for again.
+        let hash = nightcrow_web::auth::hash_password(&first).map_err(other)?;
         let again = rpassword::prompt_password("Again: ")
             .map_err(|e| other(format!("reading the password: {e}")))?;
         if first != again {
@@ -57,16 +59,15 @@ pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failur
                 "the two passwords differ; nothing was changed".to_owned(),
             ));
         }
-        first
+        hash
     } else {
         let mut line = String::new();
         std::io::stdin()
             .lock()
             .read_line(&mut line)
             .map_err(|e| other(format!("reading the password from stdin: {e}")))?;
-        line.trim_end_matches(['\r', '\n']).to_owned()
+        nightcrow_web::auth::hash_password(line.trim_end_matches(['\r', '\n'])).map_err(other)?
     };
-    let hash = nightcrow_web::auth::hash_password(&password).map_err(other)?;
     crate::create_config_folder(home, config)?;
     nightcrow_daemon::check_config_file(config).map_err(Failure::Config)?;
     let text = match std::fs::read_to_string(config) {

@@ -692,6 +692,20 @@ fn q_esc_and_ctrl_c_end_the_demo_and_its_help_says_so() {
     }
 }
 
+/// `web passwd` at a terminal refuses a short password at once, without asking again.
+#[test]
+fn web_passwd_refuses_a_short_password_before_asking_again() {
+    let Some(tui) = Tui::run("", "web passwd", 100, 30) else {
+        return;
+    };
+    tui.wait_for_text("New web client password:");
+    tui.type_line("short");
+    let ended = tui.wait_for_text("EXITED");
+    assert!(ended.contains("shorter than 8 characters"), "{ended}");
+    assert!(!ended.contains("Again"), "{ended}");
+    assert!(ended.contains("EXITED 1"), "{ended}");
+}
+
 /// Whether `line` shows `state` with its deadline: `state · HH:MM (…)`, or with the date,
 /// `state · YYYY-MM-DD HH:MM (…)`.
 pub(crate) fn shows_deadline(line: &str, state: &str) -> bool {
