@@ -8,7 +8,7 @@ use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_daemon::server::{ConfigSource, Daemon};
-use nightcrow_daemon::transport::Claim;
+use nightcrow_daemon::transport::{Claim, ClaimError};
 use nightcrow_guard::escape_controls;
 use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
 use nightcrow_tui::format;
@@ -70,6 +70,10 @@ async fn interrupted() {
 pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<(), Failure> {
     let other = |message: String| Failure::Other(message);
     home.ensure_private().map_err(other)?;
+    // A second daemon would give up at once: say which one runs instead.
+    if Claim::is_held(home) {
+        return Err(already_running(home, running_pid(home)?));
+    }
     let log_path = home.log();
     let log = nightcrow_daemon::open_private_file(&log_path)
         .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
@@ -105,9 +109,14 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
     let started = std::time::Instant::now();
     loop {
         if tokio.block_on(Connection::open(home)).is_ok() {
+            let pid = running_pid(home)?;
+            if pid != child.id() {
+                // Another daemon took the home since the check above; ours gave up.
+                let _ = child.wait();
+                return Err(already_running(home, pid));
+            }
             outln!(
-                "nightcrow daemon running (pid {}), log: {}",
-                child.id(),
+                "nightcrow daemon running (pid {pid}), log: {}",
                 log_path.display()
             );
             return Ok(());
@@ -126,6 +135,23 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The pid of the daemon that answers for `home`.
+fn running_pid(home: &Home) -> Result<u32, Failure> {
+    match ask(home, &DaemonRequest::Status)? {
+        DaemonAnswer::Status(status) => Ok(status.pid),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// What the foreground daemon says when the home is taken.
+fn already_running(home: &Home, pid: u32) -> Failure {
+    let taken = ClaimError::AlreadyRunning {
+        home: home.root().to_owned(),
+        pid: pid.to_string(),
+    };
+    Failure::Other(taken.to_string())
 }
 
 /// One request to the running daemon and its answer.

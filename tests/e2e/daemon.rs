@@ -645,6 +645,23 @@ fn the_daemon_and_its_clients_refuse_a_peer_of_another_user() {
     );
 }
 
+/// `-d` beside a running daemon says so with that daemon's pid and fails, as the
+/// foreground daemon does; it never reports a process that gave up at once.
+#[test]
+fn detach_beside_a_running_daemon_names_it_and_fails() {
+    let daemon = TestDaemon::start("");
+    let second = daemon.run(&["-d"]);
+    assert_eq!(second.status.code(), Some(1), "{second:?}");
+    let stderr = text(&second.stderr);
+    assert!(
+        stderr.contains(&format!("already running for {}", daemon.home().display()))
+            && stderr.contains(&format!("(pid {})", daemon.pid())),
+        "{second:?}"
+    );
+    assert!(second.stdout.is_empty(), "{second:?}");
+    assert!(daemon.ask(&DaemonRequest::Status).is_ok());
+}
+
 /// `nightcrow status | head -1`: the daemon's commands end quietly on a closed stdout.
 #[cfg(unix)]
 #[test]
