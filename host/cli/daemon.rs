@@ -242,23 +242,36 @@ pub fn reload(home: &Home) -> Result<(), Failure> {
     };
     if repos.is_empty() {
         outln!("config reloaded; no repository is open");
+        return Ok(());
     }
+    let mut quiet = true;
     for repo in repos {
-        outln!("{}:", repo.repo.display());
-        for (key, items) in [
+        let mut lines: Vec<String> = [
             ("started", &repo.started),
             ("stopped", &repo.stopped),
             ("restarted", &repo.restarted),
             ("failed", &repo.failed),
             ("unusable", &repo.unusable),
-        ] {
-            if !items.is_empty() {
-                outln!("  {key}: {}", items.join(", "));
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|(_, items)| !items.is_empty())
+        .map(|(key, items)| format!("  {key}: {}", items.join(", ")))
+        .collect();
         if !repo.retired.is_empty() {
-            outln!("  relaunch holds retired: {}", repo.retired.len());
+            lines.push(format!("  relaunch holds retired: {}", repo.retired.len()));
         }
+        if !lines.is_empty() {
+            quiet = false;
+            outln!("{}:\n{}", repo.repo.display(), lines.join("\n"));
+        }
+    }
+    if quiet {
+        // What else a reload changes shows later: running panes keep their commands.
+        outln!(
+            "config reloaded; no plugin started, stopped or restarted (running panes keep \
+             their commands; changed startup commands apply when the daemon next opens a \
+             repository, e.g. after `nightcrow restart`)"
+        );
     }
     Ok(())
 }

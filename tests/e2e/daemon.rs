@@ -678,3 +678,30 @@ fn status_and_open_end_quietly_on_a_closed_stdout() {
         assert!(ended.stderr.is_empty(), "{args:?}: {ended:?}");
     }
 }
+
+/// A reload that changes only the startup commands names no repository with nothing under
+/// it: it says nothing started, stopped or restarted, and when the new commands apply.
+#[test]
+fn a_reload_of_startup_commands_says_what_it_did() {
+    let config = "[[startup_command]]\nname = \"one\"\ncommand = \"sleep 600\"\n";
+    let daemon = TestDaemon::start(config);
+    let _repo = daemon.open_repo();
+    let path = daemon.home().join("config.toml");
+    std::fs::write(
+        &path,
+        format!("{config}[[startup_command]]\nname = \"two\"\ncommand = \"sleep 601\"\n"),
+    )
+    .unwrap();
+    let reloaded = daemon.run(&["reload"]);
+    assert!(reloaded.status.success(), "{reloaded:?}");
+    let stdout = text(&reloaded.stdout);
+    assert!(
+        stdout.lines().all(|line| !line.ends_with(':')),
+        "a repository with nothing under it: {stdout}"
+    );
+    assert!(
+        stdout.contains("no plugin started, stopped or restarted")
+            && stdout.contains("startup commands apply when the daemon next opens a repository"),
+        "{stdout}"
+    );
+}
