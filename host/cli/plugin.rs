@@ -128,7 +128,11 @@ pub fn run(action: PluginAction, config: Option<&Config>, home: &Home) -> Result
             tokio.block_on(install(home, &file, name.as_deref(), force))
         }
         PluginAction::List => tokio.block_on(list(home)),
-        PluginAction::Remove { name } => home.plugins().remove(&name).map_err(|e| e.to_string()),
+        PluginAction::Remove { name } => home
+            .plugins()
+            .remove(&name)
+            .map(|file| outln!("removed plugin `{name}` ({})", file.display()))
+            .map_err(|e| e.to_string()),
         PluginAction::Check { file } => tokio.block_on(check(&file, config, home)),
         PluginAction::Run(args) => tokio.block_on(run_plugin(args)),
         PluginAction::Test(args) => tokio.block_on(test_plugin(args)),

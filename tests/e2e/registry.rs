@@ -114,6 +114,13 @@ fn install_records_the_hash_prints_a_disabled_snippet_and_the_snippet_loads() {
 
     let removed = run(home.path(), &["plugin", "remove", "echo"]);
     assert!(removed.status.success(), "{removed:?}");
+    assert_eq!(
+        stdout(&removed),
+        format!(
+            "removed plugin `echo` ({})\n",
+            home.path().join("plugins").join("echo.wasm").display()
+        )
+    );
     assert!(!home.path().join("plugins/echo.wasm").exists());
     assert!(!home.path().join("plugins/echo.sha256").exists());
     let gone = run(home.path(), &["plugin", "remove", "echo"]);

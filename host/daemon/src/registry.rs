@@ -166,8 +166,8 @@ impl Registry {
         names.iter().map(|name| self.entry(name)).collect()
     }
 
-    /// Deletes an installed plugin and its hash.
-    pub fn remove(&self, name: &str) -> Result<(), RegistryError> {
+    /// Deletes an installed plugin and its hash; returns the file it deleted.
+    pub fn remove(&self, name: &str) -> Result<PathBuf, RegistryError> {
         validate_name(name)?;
         let wasm = self.wasm_path(name);
         if !wasm.exists() {
@@ -177,7 +177,7 @@ impl Registry {
         let hash = self.hash_path(name);
         match std::fs::remove_file(&hash) {
             Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io(&hash)(error)),
-            _ => Ok(()),
+            _ => Ok(wasm),
         }
     }
 
