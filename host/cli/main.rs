@@ -164,7 +164,13 @@ fn main() -> ExitCode {
             attach::run(&home, dir.as_deref(), config.as_deref(), tui)
         }),
         Some(Action::Plugin(action)) => {
-            install_logging(cli.log_format, "info", None);
+            // `plugin test`'s report says how the plugin ran; a log line beside it would only
+            // repeat it. A plugin's stderr is a warning, so it still shows.
+            let level = match action {
+                plugin::PluginAction::Test(_) => "warn",
+                _ => "info",
+            };
+            install_logging(cli.log_format, level, None);
             load_config(cli.config.as_deref()).and_then(|config| {
                 let home = home()?;
                 plugin::run(action, config.as_ref(), &home).map_err(Failure::Other)

@@ -9,6 +9,7 @@ use nightcrow_config::{Config, PluginCommand, Runtime};
 use nightcrow_daemon::{Home, registry};
 use nightcrow_plugin_host::{
     ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+    StartError,
 };
 use nightcrow_protocol::{LineItem, MAX_LINE_BYTES, decode_event, encode_command};
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -323,7 +324,16 @@ async fn test_plugin(args: TestArgs) -> Result<(), String> {
         idle_window: std::time::Duration::from_millis(args.idle_window_ms),
         ..nightcrow_conformance::Options::default()
     };
-    let report = nightcrow_conformance::check(&runtime()?, &spec, &options).await;
+    let runtime = runtime()?;
+    // A file that is no plugin at all has nothing to report on, rule by rule. (What does not
+    // pass the import audit is the report's first failure.)
+    if spec.runtime == RuntimeKind::Wasm
+        && let Err(error @ (StartError::Read { .. } | StartError::NotWasm { .. })) =
+            runtime.check(&spec.source).await
+    {
+        return Err(error.to_string());
+    }
+    let report = nightcrow_conformance::check(&runtime, &spec, &options).await;
     if args.json {
         let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         outln!("{json}");

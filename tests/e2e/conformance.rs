@@ -65,6 +65,9 @@ fn passes(args: &[&str]) {
     assert!(failed(&report).is_empty(), "{report:#}");
     assert!(output.status.success(), "{output:?}");
     assert_eq!(report["verdicts"].as_array().unwrap().len(), 10);
+    // The report is the whole answer: no log line of the runtime's beside it.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains(" INFO "), "{stderr}");
 }
 
 /// Fails `check` with a detail containing `reason` (other checks may fail too when the
@@ -103,6 +106,31 @@ fn the_regex_example_passes_with_its_patterns_in_the_sandbox_and_natively() {
         "--",
         "(?i)usage limit",
     ]);
+}
+
+/// A file that is no plugin at all gets one clear error, not a report of ten failures.
+#[test]
+fn a_file_that_is_not_wasm_is_one_clear_error() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("notes.wasm");
+    std::fs::write(&file, "not a plugin\n").unwrap();
+    for json in [false, true] {
+        let output = nightcrow(home.path())
+            .args(["plugin", "test"])
+            .args(json.then_some("--json"))
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        assert!(output.stdout.is_empty(), "{output:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "{} is neither a WebAssembly component nor a core module\n",
+                file.display()
+            )
+        );
+    }
 }
 
 #[test]
