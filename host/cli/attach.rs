@@ -11,11 +11,14 @@ use nightcrow_tui::{Attachment, FirstPane, Options, Outcome, Role};
 
 use crate::Failure;
 
+/// `tui` is the client's part of the config, or why the config does not load: then a
+/// running daemon is attached to with the default client settings after a warning, and
+/// none is started.
 pub fn run(
     home: &Home,
     dir: Option<&Path>,
     config: Option<&Path>,
-    tui: TuiConfig,
+    tui: Result<TuiConfig, Failure>,
 ) -> Result<(), Failure> {
     let other = |message: String| Failure::Other(message);
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -25,7 +28,20 @@ pub fn run(
     }
     let repo = repository_root(&start_dir(dir)?);
     let tokio = crate::daemon::tokio()?;
-    if tokio.block_on(Connection::open(home)).is_err() {
+    let running = tokio.block_on(Connection::open(home)).is_ok();
+    let tui = match tui {
+        Ok(tui) => tui,
+        Err(Failure::Config(problems) | Failure::Other(problems)) if running => {
+            // Printed before the TUI takes the screen, so it is there again after it.
+            eprintln!(
+                "warning: {problems}\nattaching with the default client settings; \
+                 the running daemon keeps the config it has"
+            );
+            TuiConfig::default()
+        }
+        Err(failure) => return Err(failure),
+    };
+    if !running {
         crate::daemon::background(home, config, false)?;
     }
     let failure = |error: ClientError| other(error.to_string());

@@ -156,9 +156,10 @@ fn main() -> ExitCode {
             demo::run(tui)
         }
         Some(Action::Attach { dir }) => home().and_then(|home| {
-            let tui = load_config(cli.config.as_deref())?
-                .map(|config| config.tui)
-                .unwrap_or_default();
+            // A running daemon has its config already: a broken file only costs this
+            // client its own settings (attach::run refuses it if a daemon must start).
+            let tui = load_config(cli.config.as_deref())
+                .map(|config| config.map(|config| config.tui).unwrap_or_default());
             let config = cli.config.as_deref().map(std::path::absolute).transpose();
             let config = config.map_err(|e| Failure::Other(e.to_string()))?;
             attach::run(&home, dir.as_deref(), config.as_deref(), tui)

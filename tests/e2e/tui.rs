@@ -692,6 +692,32 @@ fn q_esc_and_ctrl_c_end_the_demo_and_its_help_says_so() {
     }
 }
 
+/// A config that does not parse does not keep `attach` from a healthy daemon: it says
+/// where the problem is and attaches with the default client settings.
+#[test]
+fn attach_with_a_broken_config_warns_and_attaches_to_the_running_daemon() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), PLAIN_SHELL).unwrap();
+    let started = nightcrow(home.path()).arg("-d").output().unwrap();
+    assert!(started.status.success(), "{started:?}");
+    let config = home.path().join("config.toml");
+    let Some(tui) = Tui::run_in(home, &format!("{PLAIN_SHELL}[tui\n"), "attach", 100, 30) else {
+        return;
+    };
+    tui.wait_for("the first pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    tui.leader("d");
+    let detached = tui.assert_ended_and_restored();
+    assert!(detached.contains("detached from"), "{detached}");
+    assert!(detached.contains("EXITED 0"), "{detached}");
+    assert!(
+        detached.contains(&format!("{}:4:", config.display()))
+            && detached.contains("default client settings"),
+        "{detached}"
+    );
+}
+
 /// `web passwd` at a terminal refuses a short password at once, without asking again.
 #[test]
 fn web_passwd_refuses_a_short_password_before_asking_again() {
