@@ -273,6 +273,15 @@ pub struct Client {
     pub(crate) id: u64,
     pub(crate) frames: crate::frames::FrameReceiver,
     pub(crate) hub: HubHandle,
+    /// Tells the hub the client is gone, so the sizes it wanted stop counting.
+    pub(crate) detach: mpsc::UnboundedSender<u64>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // A hub that has shut down has nothing to give back.
+        let _ = self.detach.send(self.id);
+    }
 }
 
 impl Client {

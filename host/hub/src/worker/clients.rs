@@ -50,16 +50,21 @@ impl Worker {
             let _ = frames.try_send(frame);
         }
         self.clients.push(ClientSlot { id, frames });
+        self.sizes.attached(id);
         Client {
             id,
             frames: receiver,
             hub,
+            detach: self.detach_sender.clone(),
         }
     }
 
+    /// `client`: the attached client that sent it; `None` for a caller of the handle, which
+    /// has no size of its own and whose input is no client's activity.
     pub(super) fn on_client_request(
         &mut self,
         request: ClientRequest,
+        client: Option<u64>,
     ) -> Result<Outcome, HubError> {
         match request {
             ClientRequest::Create {
@@ -77,6 +82,11 @@ impl Worker {
                     .map_err(pane_error)?,
                 };
                 let pane = self.open_pane(title, command, None, size)?;
+                if let Some(client) = client {
+                    // Opening a pane is acting, and the pane is opened at this client's size.
+                    self.sizes.want(client, pane, size);
+                    self.client_acted(client);
+                }
                 Ok(Outcome::Opened(vec![pane]))
             }
             ClientRequest::Input { pane, data } => {
@@ -91,23 +101,22 @@ impl Worker {
                     self.send_to_owner(&token, event);
                 }
                 self.guard.cancel(&token);
+                if let Some(client) = client {
+                    // Before the bytes, so a program reads them at the size it will draw in.
+                    self.client_acted(client);
+                }
                 self.table
                     .write_typed(pane, data.as_bytes())
                     .map_err(pane_error)?;
                 Ok(Outcome::Done)
             }
             ClientRequest::Resize { pane, rows, cols } => {
-                let (pane, token) = self.known_pane(pane)?;
+                let (pane, _) = self.known_pane(pane)?;
                 let size = PaneSize::new(rows, cols).map_err(pane_error)?;
-                self.table.resize(pane, size).map_err(pane_error)?;
-                if let Some(record) = self.slots.get_mut(&token) {
-                    record.size = size;
+                match client {
+                    Some(client) => self.client_resize(client, pane, size),
+                    None => self.set_pane_size(pane, size)?,
                 }
-                self.broadcast(Frame::Message(HubMessage::Resized {
-                    pane: pane.get(),
-                    rows,
-                    cols,
-                }));
                 Ok(Outcome::Done)
             }
             ClientRequest::Close { pane } => {

@@ -8,7 +8,7 @@
 //! Split by job: [`clients`] (client requests, attach, status, broadcasts), [`commands`]
 //! (plugin commands through the guard), [`panes`] (opening panes, pane events, holds,
 //! adoption), [`output`] (what an owner hears of a pane's output), [`plugins`]
-//! (supervision and reload).
+//! (supervision and reload), [`sizes`] (which client's size a shared pane takes).
 
 mod clients;
 mod commands;
@@ -16,6 +16,7 @@ mod journal;
 mod output;
 mod panes;
 mod plugins;
+mod sizes;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -127,6 +128,10 @@ pub(crate) struct Worker {
     slots: HashMap<Token, SlotRecord>,
     clients: Vec<ClientSlot>,
     next_client: u64,
+    sizes: sizes::SharedSizes,
+    /// Client ids, sent by each [`Client`](crate::Client) as it is dropped.
+    detached: mpsc::UnboundedReceiver<u64>,
+    detach_sender: mpsc::UnboundedSender<u64>,
     /// Set while pane output waits for a client that fell behind.
     paused: Option<clients::Pause>,
     journal: journal::Journal,
@@ -160,6 +165,7 @@ impl Worker {
         )
         .map_err(|error| HubError::Pane(error.to_string()))?
         .with_idle_threshold(config.idle_threshold);
+        let (detach_sender, detached) = mpsc::unbounded_channel();
         let mut worker = Worker {
             guard: Guard::new(config.guard_limits),
             config,
@@ -172,6 +178,9 @@ impl Worker {
             slots: HashMap::new(),
             clients: Vec::new(),
             next_client: 1,
+            sizes: sizes::SharedSizes::default(),
+            detached,
+            detach_sender,
             paused: None,
             journal: journal::Journal::new(),
             notices: Notices::new(),
@@ -244,6 +253,7 @@ impl Worker {
                     self.check_backlog();
                 }
                 () = sleep_until(stall_at) => self.on_stalled_clients(),
+                Some(client) = self.detached.recv() => self.client_detached(client),
                 (index, item) = next_supervised(&mut self.plugins) => {
                     self.on_supervised(index, item).await;
                 }
@@ -271,8 +281,12 @@ impl Worker {
                 }
             }
             Request::Client { request, reply } => {
+                let client = match &reply {
+                    ReplyTo::Client(id) => Some(*id),
+                    ReplyTo::Caller(_) => None,
+                };
                 let result = match request {
-                    Ok(request) => self.on_client_request(request),
+                    Ok(request) => self.on_client_request(request, client),
                     Err(message) => Err(HubError::BadRequest(message)),
                 };
                 match reply {

@@ -180,6 +180,7 @@ impl Worker {
         }
         self.slots.remove(token);
         self.guard.cancel(token);
+        self.sizes.forget_pane(pane);
         self.table.destroy(pane);
         self.broadcast(Frame::Message(HubMessage::Closed { pane: pane.get() }));
     }

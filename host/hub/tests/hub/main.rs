@@ -8,6 +8,7 @@
 //! - `reload`: plugin sets across reloads, supervision;
 //! - `restore`: a hub given a previous daemon's panes, and its snapshots;
 //! - `notices`: the moments published for a person who is away, with or without clients;
+//! - `sizes`: which client's size a shared pane follows, and what a detach gives back;
 //! - `hostile`: plugins that flood, spin or bomb memory while panes stream.
 #![cfg(unix)]
 
@@ -35,4 +36,5 @@ mod panes;
 mod recovery;
 mod reload;
 mod restore;
+mod sizes;
 mod util;
