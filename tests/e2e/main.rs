@@ -28,6 +28,8 @@
 //! - [`recovery`]: the bundled recovery plugin against real Codex rollouts and a replaying
 //!   OpenCode server, every scenario natively and as a wasm component in the real runtime,
 //!   and without its sandbox grants.
+//! - [`sizes`]: two `nightcrow attach` of different sizes on one pane: the latest client's
+//!   size, the claim key, and the size given back when one detaches.
 //! - [`tui`]: `nightcrow attach` and the demo's TUI in a real terminal (tmux): typing,
 //!   tabs, full-screen programs, resize, detach and re-attach, recovery markers and chips,
 //!   attention, cancel, a flood, and the terminal restored on every way out.
@@ -54,6 +56,7 @@ mod plugin_cli;
 mod recovery;
 mod registry;
 mod restart;
+mod sizes;
 mod tui;
 mod unattended;
 mod util;

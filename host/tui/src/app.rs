@@ -437,13 +437,13 @@ impl App {
                 {
                     self.select(index);
                 }
-                if (rows, cols) != (self.size.rows, self.size.cols) {
-                    return vec![ClientRequest::Resize {
-                        pane,
-                        rows: self.size.rows,
-                        cols: self.size.cols,
-                    }];
-                }
+                // Even at our size already: the hub keeps every client's size for a pane,
+                // to give it back when another client leaves (docs/hub.md, "Shared sizes").
+                return vec![ClientRequest::Resize {
+                    pane,
+                    rows: self.size.rows,
+                    cols: self.size.cols,
+                }];
             }
             HubMessage::Resized { pane, rows, cols } => {
                 if let Some(index) = self.index_of(pane) {
@@ -599,6 +599,21 @@ impl App {
             return Vec::new();
         }
         self.size = size;
+        self.size_every_pane()
+    }
+
+    /// Leader `z`: another client's size counted; from now on this terminal's does. Sizing
+    /// every pane again is an act, and the hub gives the latest client's size to the PTYs.
+    pub(crate) fn claim_size(&mut self) -> Vec<ClientRequest> {
+        self.say(format!(
+            "the panes take this terminal's size ({} z)",
+            self.leader
+        ));
+        self.size_every_pane()
+    }
+
+    fn size_every_pane(&mut self) -> Vec<ClientRequest> {
+        let size = self.size;
         self.dirty = true;
         self.panes
             .iter_mut()

@@ -131,6 +131,7 @@ impl App {
             (b'x', Some(pane)) => self.mode = Mode::ConfirmClose(pane),
             (b'r', Some(pane)) => return self.cancel_recovery(pane),
             (b'[', Some(_)) => self.mode = Mode::Scrollback(0),
+            (b'z', _) => return self.claim_size(),
             (b'd', _) => self.outcome = Some(Outcome::Detached),
             (b'?', _) => self.mode = Mode::Help,
             _ if byte == self.leader.byte() => {
@@ -162,6 +163,7 @@ pub fn key_table(leader: LeaderKey, role: Role) -> Vec<(String, &'static str)> {
         ("x", "close pane (asks first)"),
         ("r", "cancel recovery of this pane"),
         ("[", "scrollback: PgUp PgDn arrows, q leaves"),
+        ("z", "panes take this terminal's size"),
         ("d", leave),
         ("?", "this help"),
     ]
