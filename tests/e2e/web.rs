@@ -236,6 +236,14 @@ fn buffer_of(pane: &str) -> String {
 
 const ACTIVE: &str = "nightcrow.active";
 
+/// Waits until the active pane's shell has printed its prompt. Keys typed before it are
+/// echoed by the terminal ahead of the prompt, and the command's output then runs into the
+/// prompt's line (seen on a loaded machine: `# second-42`).
+fn wait_for_prompt(browser: &mut Browser) {
+    let check = format!("{}.trim().length > 0", buffer_of(ACTIVE));
+    browser.wait_for("the shell's prompt", &check);
+}
+
 /// Waits until the active pane's buffer has a line that is exactly `line`.
 #[track_caller]
 fn wait_for_line(browser: &mut Browser, line: &str) -> String {
@@ -416,6 +424,7 @@ fn panes_in_the_browser_type_resize_and_come_back_after_a_reload() {
         "the first tab",
         "document.querySelectorAll('.tab').length === 1",
     );
+    wait_for_prompt(&mut browser);
     type_line(&mut browser, "echo hi");
     wait_for_line(&mut browser, "hi");
 
@@ -429,6 +438,7 @@ fn panes_in_the_browser_type_resize_and_come_back_after_a_reload() {
         "the second pane in view",
         "nightcrow.active === nightcrow.order[1]",
     );
+    wait_for_prompt(&mut browser);
     type_line(&mut browser, "echo second-$((40+2))");
     wait_for_line(&mut browser, "second-42");
     let first = browser.eval(&buffer_of("nightcrow.order[0]"));
@@ -517,7 +527,11 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     type_line(&mut browser, "go");
     let chip =
         "document.getElementById('chip').hidden ? '' : document.getElementById('chip').textContent";
-    let untimed = browser.wait_for("the untimed chip", chip);
+    // The exit shows at once; the plugin's report follows it.
+    let untimed = browser.wait_for(
+        "the untimed chip",
+        &format!("({chip}).includes('backoff') && ({chip})"),
+    );
     assert_eq!(
         untimed,
         json!("exited with code 0 · backoff · attempt 1 · scripted")
