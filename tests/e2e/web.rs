@@ -499,6 +499,49 @@ fn expect_one_mark(browser: &mut Browser, count: &str, now: &str) {
     assert_eq!(browser.eval(count), json!(1));
 }
 
+/// The rows and columns of the terminal in view, as `stty size` prints them.
+const ACTIVE_SIZE: &str = "(() => { const t = nightcrow.panes.get(nightcrow.active).term; return t.rows + ' ' + t.cols; })()";
+
+/// Another client attached later sets the pane's size (docs/hub.md, "Shared sizes"); the
+/// toolbar's "Use this size" gives the panes this window's size again.
+#[test]
+fn use_this_size_takes_the_panes_back_from_a_client_attached_later() {
+    let web = Web::start(PLAIN_SHELL);
+    let mut browser = web.browser();
+    browser.eval("document.getElementById('new-pane').click(); true");
+    browser.wait_for(
+        "the first tab",
+        "document.querySelectorAll('.tab').length === 1",
+    );
+    wait_for_prompt(&mut browser);
+    let ours = browser.eval(ACTIVE_SIZE);
+    let pane = browser.eval(ACTIVE);
+    let origin = format!("http://{}", web.authority);
+    let cookie = web.session();
+    let mut other = web
+        .socket(&[("Cookie", &cookie), ("Origin", &origin)])
+        .expect("a second client");
+    assert_eq!(next_message(&mut other)["type"], "hello");
+    let resize = json!({ "type": "resize", "pane": pane, "rows": 20, "cols": 60 });
+    other.send(Message::text(resize.to_string())).unwrap();
+    browser.wait_for(
+        "the other client's size",
+        &format!("{ACTIVE_SIZE} === '20 60'"),
+    );
+    browser.click("#claim-size");
+    browser.wait_for(
+        "this window's size again",
+        &format!("{ACTIVE_SIZE} === {ours}"),
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('notice').textContent"),
+        json!("The panes take this window's size.")
+    );
+    type_line(&mut browser, "stty size");
+    wait_for_line(&mut browser, ours.as_str().unwrap());
+    drop(other);
+}
+
 #[test]
 fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hold() {
     let web = Web::start(&RECOVERY.replace("SCRIPTED", guests::SCRIPTED_WASM));

@@ -92,11 +92,12 @@ class Pane {
     this.drawTab();
   }
 
-  /** Sizes the terminal to its box and tells the hub when that changed the PTY's size. */
-  fitToBox() {
+  /** Sizes the terminal to its box and tells the hub when that changed the PTY's size, or
+   *  always when `claim`: the hub gives a pane the size of the client used last. */
+  fitToBox(claim = false) {
     const size = this.fit.proposeDimensions();
     if (!size || !size.rows || !size.cols) return;
-    if (size.rows === this.term.rows && size.cols === this.term.cols && this.sized) return;
+    if (!claim && size.rows === this.term.rows && size.cols === this.term.cols && this.sized) return;
     this.sized = true;
     this.term.resize(size.cols, size.rows);
     if (this.alive) send({ type: "resize", pane: this.id, rows: size.rows, cols: size.cols });
@@ -495,6 +496,10 @@ $("new-pane").addEventListener("click", () => {
   state.wantNewPane = true;
   const size = pane ? { rows: pane.term.rows, cols: pane.term.cols } : {};
   send({ type: "create", ...size });
+});
+$("claim-size").addEventListener("click", () => {
+  state.panes.forEach((pane) => pane.fitToBox(true));
+  say("The panes take this window's size.");
 });
 $("cancel").addEventListener("click", () => {
   const pane = state.panes.get(state.active);
