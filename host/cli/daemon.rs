@@ -305,10 +305,12 @@ pub fn status(home: &Home) -> Result<(), Failure> {
                 .map_or_else(|| format!("(id {id})"), |index| (index + 1).to_string())
         };
         for (index, pane) in repo.panes.iter().enumerate() {
+            // Named as its tab is: the title its program set, else the configured one.
+            let title = pane.program_title.as_deref().or(pane.title.as_deref());
             outln!(
                 "  pane {}:{} {}, generation {}{}",
                 index + 1,
-                shown(pane.title.as_deref().unwrap_or("shell")),
+                shown(title.unwrap_or("shell")),
                 if pane.alive { "running" } else { "exited" },
                 pane.generation,
                 pane.owner

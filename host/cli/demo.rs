@@ -342,6 +342,7 @@ impl Story {
                 HubMessage::Hello { .. }
                 | HubMessage::Live
                 | HubMessage::Resized { .. }
+                | HubMessage::Title { .. }
                 | HubMessage::Closed { .. },
             ) => {}
         }

@@ -445,6 +445,14 @@ fn panes_in_the_browser_type_resize_and_come_back_after_a_reload() {
     assert!(!first.as_str().unwrap().contains("second-42"), "{first}");
     assert_eq!(tab_labels(&mut browser)[..2], ["1:shell×", "2:shell×"]);
 
+    // The program's title (OSC 2) names its tab and the toolbar.
+    type_line(&mut browser, "printf '\\033]2;build\\007'");
+    browser.wait_for("the program's title on its tab", SECOND_TAB_IS_BUILD);
+    assert_eq!(
+        browser.eval("document.getElementById('pane-title').textContent"),
+        json!("2:build")
+    );
+
     // The PTY follows the terminal, which follows the viewport.
     let size = |browser: &mut Browser| {
         let size = browser.eval("[nightcrow.panes.get(nightcrow.active).term.rows, nightcrow.panes.get(nightcrow.active).term.cols]");
@@ -488,7 +496,11 @@ fn panes_in_the_browser_type_resize_and_come_back_after_a_reload() {
     );
     browser.eval("document.querySelectorAll('.tab')[0].click(); true");
     expect_one_mark(&mut browser, &count, "after-reload");
+    browser.wait_for("the title after the reload", SECOND_TAB_IS_BUILD);
 }
+
+const SECOND_TAB_IS_BUILD: &str =
+    "[...document.querySelectorAll('.tab')].map(t => t.textContent)[1] === '2:build×'";
 
 /// The replayed `mark-42` is there exactly once: checked after a new line typed now comes
 /// back, so all of the replay, which comes before it, has been drawn.

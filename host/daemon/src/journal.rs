@@ -79,6 +79,9 @@ struct PaneRecord {
     token: Token,
     generation: u32,
     title: Option<String>,
+    /// The title its program set (absent from journals written before titles were read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    program_title: Option<String>,
     startup: Option<StartupRecord>,
     owner: Option<String>,
     opened_ms: i64,
@@ -294,6 +297,7 @@ impl From<&PaneSnapshot> for PaneRecord {
             token: pane.token.clone(),
             generation: pane.generation,
             title: pane.title.clone(),
+            program_title: pane.program_title.clone(),
             startup: pane.startup.as_ref().map(|startup| StartupRecord {
                 name: startup.name.clone(),
                 command: startup.command.clone(),
@@ -322,6 +326,7 @@ impl PaneRecord {
         }
         let texts = [
             self.title.as_deref(),
+            self.program_title.as_deref(),
             self.owner.as_deref(),
             self.startup.as_ref().map(|s| s.command.as_str()),
             self.startup.as_ref().and_then(|s| s.name.as_deref()),
@@ -347,6 +352,7 @@ impl PaneRecord {
             token: self.token,
             generation: self.generation,
             title: self.title,
+            program_title: self.program_title,
             startup: self.startup.map(|startup| StartupCommand {
                 name: startup.name,
                 command: startup.command,

@@ -100,6 +100,9 @@ pub struct RepoStatus {
 pub struct PaneEntry {
     pub pane: u64,
     pub title: Option<String>,
+    /// The title its program set (OSC 0 or 2), shown instead of `title`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_title: Option<String>,
     pub generation: u32,
     pub alive: bool,
     /// The plugin that watches it.
@@ -146,6 +149,7 @@ impl RepoStatus {
             .map(|pane| PaneEntry {
                 pane: pane.pane.get(),
                 title: pane.title.clone(),
+                program_title: pane.program_title.clone(),
                 generation: pane.generation,
                 alive: pane.alive,
                 owner: pane.owner.clone(),
@@ -271,6 +275,7 @@ mod tests {
                     panes: vec![PaneEntry {
                         pane: 1,
                         title: None,
+                        program_title: Some("build".to_owned()),
                         generation: 2,
                         alive: false,
                         owner: Some("recovery".to_owned()),
@@ -290,7 +295,7 @@ mod tests {
             }),
             json!({"type": "status", "pid": 42, "version": "0.1.0", "repos": [{
                 "repo": "/r",
-                "panes": [{"pane": 1, "title": null, "generation": 2, "alive": false,
+                "panes": [{"pane": 1, "title": null, "program_title": "build", "generation": 2, "alive": false,
                            "owner": "recovery"}],
                 "plugins": [{"name": "recovery", "state": "running", "dropped_events": 0,
                              "rejected_lines": 5}],

@@ -129,6 +129,14 @@ pub enum HubMessage {
         rows: u16,
         cols: u16,
     },
+    /// The title the pane's program set (OSC 0 or 2: control characters removed, at most
+    /// 128 characters), the last one wins; `null` when it set an empty one, so the pane's
+    /// configured `title` (of `created`) shows again. On attach it follows the pane's
+    /// scrollback; a relaunch keeps it until the new process sets its own.
+    Title {
+        pane: u64,
+        title: Option<String>,
+    },
     Recovery(RecoveryReport),
     Attention {
         pane: u64,
@@ -212,6 +220,22 @@ mod tests {
         assert_eq!(
             HubMessage::Attention { pane: 5 }.to_json(),
             r#"{"type":"attention","pane":5}"#
+        );
+        assert_eq!(
+            HubMessage::Title {
+                pane: 2,
+                title: Some("build".to_owned())
+            }
+            .to_json(),
+            r#"{"type":"title","pane":2,"title":"build"}"#
+        );
+        assert_eq!(
+            HubMessage::Title {
+                pane: 2,
+                title: None
+            }
+            .to_json(),
+            r#"{"type":"title","pane":2,"title":null}"#
         );
         assert_eq!(
             HubMessage::Hello {

@@ -76,6 +76,8 @@ pub struct HubStatus {
 pub struct PaneStatus {
     pub pane: PaneId,
     pub title: Option<String>,
+    /// The title its program set (OSC 0 or 2), shown instead of `title`.
+    pub program_title: Option<String>,
     pub generation: u32,
     pub alive: bool,
     /// The plugin that owns it.

@@ -32,6 +32,8 @@ pub struct PaneSnapshot {
     pub token: Token,
     pub generation: Generation,
     pub title: Option<String>,
+    /// The title its program set last (OSC 0 or 2).
+    pub program_title: Option<String>,
     /// The startup command that opened it; a restored pane keeps it only if the config
     /// still has that command (nothing else is ever run from a journal).
     pub startup: Option<StartupCommand>,

@@ -5,7 +5,8 @@
 //! bare — in the canonical repository root, with `TERM=xterm-256color`,
 //! `COLORTERM=truecolor`, no `NO_COLOR`, its slot's `NIGHTCROW_PANE_TOKEN` and the hub's
 //! `NIGHTCROW_PLUGIN_RUNTIME_DIR`. Its threads send raw output and the exit as
-//! [`PaneEvent`]s; the table keeps the scrollback, turns output into plugin text, tracks
+//! [`PaneEvent`]s; the table keeps the scrollback, turns output into plugin text and
+//! reads the titles programs set (OSC 0 and 2), tracks
 //! idleness without a timer of its own, and relaunches a slot's process under the same
 //! token.
 //!
@@ -28,8 +29,12 @@
 //! while let Some(event) = received.recv().await {
 //!     match event {
 //!         PaneEvent::Output { pane, bytes } => {
-//!             if let Some(text) = table.record_output(pane, &bytes) {
+//!             let recorded = table.record_output(pane, &bytes);
+//!             if let Some(text) = recorded.text {
 //!                 println!("{text}");
+//!             }
+//!             if let Some(title) = recorded.title {
+//!                 println!("pane {pane} is titled {title:?}");
 //!             }
 //!         }
 //!         PaneEvent::Exited { pane, code } => {
@@ -64,7 +69,8 @@ pub use process::{EXIT_DRAIN_TIMEOUT, Ending, INPUT_QUEUE_CHUNKS, KILL_GRACE};
 pub use runtime_dir::{ensure_runtime_dir, runtime_dir_for};
 pub use shell::Shell;
 pub use size::{MAX_COLS, MAX_ROWS, PaneSize};
-pub use table::{IdlePane, PaneTable, Slot};
+pub use strip::MAX_TITLE_CHARS;
+pub use table::{IdlePane, PaneTable, Recorded, Slot};
 
 /// Most PTYs per repository (SPEC §5.1).
 pub const MAX_PANES: usize = 8;

@@ -1,10 +1,17 @@
-//! Pane output as plugin text (SPEC §2.3).
+//! Pane output as plugin text (SPEC §2.3), and the window title a program sets on the way
+//! (OSC 0 and 2, docs/hub.md "Titles").
 
 const ESC: u8 = 0x1b;
 const BEL: u8 = 0x07;
 // CAN and SUB abort any escape sequence in progress (ECMA-48, as terminals implement it).
 const CAN: u8 = 0x18;
 const SUB: u8 = 0x1a;
+
+/// Most characters a program's title keeps; the rest is cut.
+pub const MAX_TITLE_CHARS: usize = 128;
+/// Most bytes of one OSC string kept while it arrives: `2;` and [`MAX_TITLE_CHARS`] of the
+/// widest UTF-8. Longer strings are still read to their end, only not kept.
+const MAX_OSC_BYTES: usize = 2 + 4 * MAX_TITLE_CHARS;
 
 /// Where the stripper is in an escape sequence; carried from one chunk to the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +35,19 @@ enum State {
 /// State carries across chunks, so an escape sequence or a UTF-8 character split over two
 /// reads comes out as if it had arrived whole. A character left incomplete by an escape
 /// sequence becomes U+FFFD, as it does when the chunks arrive whole.
+///
+/// On the way it reads the title a program sets with OSC 0 or 2 (ended by BEL or ST; one
+/// cut short by CAN, SUB or another escape sets nothing): see [`take_title`](Self::take_title).
 #[derive(Debug)]
 pub(crate) struct Stripper {
     state: State,
     /// Text bytes that end in an incomplete UTF-8 sequence (at most 3 bytes between calls).
     pending: Vec<u8>,
+    /// The OSC string being read, its first [`MAX_OSC_BYTES`]; `None` outside an OSC.
+    osc: Option<Vec<u8>>,
+    /// The last title set since [`take_title`](Self::take_title); empty when the program
+    /// cleared it.
+    title: Option<String>,
 }
 
 impl Stripper {
@@ -40,7 +55,16 @@ impl Stripper {
         Stripper {
             state: State::Ground,
             pending: Vec::new(),
+            osc: None,
+            title: None,
         }
+    }
+
+    /// The title the program set last since the previous call, cleaned (control characters
+    /// removed, blanks trimmed, at most [`MAX_TITLE_CHARS`]); an empty string when it set an
+    /// empty one. `None` when it set none.
+    pub(crate) fn take_title(&mut self) -> Option<String> {
+        self.title.take()
     }
 
     pub(crate) fn push(&mut self, chunk: &[u8]) -> String {
@@ -73,7 +97,10 @@ impl Stripper {
             }
             State::Escape => match byte {
                 b'[' => self.state = State::Csi,
-                b']' => self.state = State::String { bel_ends: true },
+                b']' => {
+                    self.state = State::String { bel_ends: true };
+                    self.osc = Some(Vec::new());
+                }
                 b'P' | b'X' | b'^' | b'_' => self.state = State::String { bel_ends: false },
                 0x20..=0x2f => self.state = State::EscapeIntermediate,
                 _ => self.control_or_final(byte, text),
@@ -88,14 +115,22 @@ impl Stripper {
             },
             State::String { bel_ends } => match byte {
                 ESC => self.state = State::StringEscape,
-                BEL if bel_ends => self.state = State::Ground,
-                CAN | SUB => self.state = State::Ground,
-                _ => {}
+                BEL if bel_ends => self.end_string(),
+                CAN | SUB => {
+                    self.osc = None;
+                    self.state = State::Ground;
+                }
+                _ => {
+                    if let Some(osc) = self.osc.as_mut().filter(|osc| osc.len() < MAX_OSC_BYTES) {
+                        osc.push(byte);
+                    }
+                }
             },
             State::StringEscape => {
                 if byte == b'\\' {
-                    self.state = State::Ground;
+                    self.end_string();
                 } else {
+                    self.osc = None;
                     self.state = State::Escape;
                     self.byte(byte, text);
                 }
@@ -113,6 +148,17 @@ impl Stripper {
             // DEL is ignored inside a sequence, as terminals do.
             0x7f => {}
             _ => self.state = State::Ground,
+        }
+    }
+
+    /// A string ended by its terminator: an OSC 0 or 2 sets the title.
+    fn end_string(&mut self) {
+        self.state = State::Ground;
+        let Some(osc) = self.osc.take() else {
+            return;
+        };
+        if let Some(title) = osc.strip_prefix(b"0;").or_else(|| osc.strip_prefix(b"2;")) {
+            self.title = Some(clean_title(title, osc.len() == MAX_OSC_BYTES));
         }
     }
 
@@ -159,6 +205,21 @@ impl Stripper {
         let start = self.pending.len() - keep;
         self.pending.drain(..start);
     }
+}
+
+/// A title as a tab may show it: lossy UTF-8 without control characters, trimmed, at most
+/// [`MAX_TITLE_CHARS`]. `cut`: the bytes were cut off, so an incomplete last character is
+/// dropped rather than shown as U+FFFD.
+fn clean_title(bytes: &[u8], cut: bool) -> String {
+    let mut title: String = String::from_utf8_lossy(bytes)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_TITLE_CHARS)
+        .collect();
+    if cut && title.ends_with(char::REPLACEMENT_CHARACTER) {
+        title.pop();
+    }
+    title.trim().to_owned()
 }
 
 fn kept(c: char) -> bool {
@@ -240,11 +301,103 @@ mod tests {
         assert_eq!(stripper.push(&"€".as_bytes()[1..]), "€");
     }
 
+    /// The text and the title that `chunks` leave, fed one after another.
+    fn titled(chunks: &[&[u8]]) -> (String, Option<String>) {
+        let mut stripper = Stripper::new();
+        let text = chunks.iter().map(|chunk| stripper.push(chunk)).collect();
+        (text, stripper.take_title())
+    }
+
+    #[track_caller]
+    fn check_title(input: &[u8], expected: Option<&str>) {
+        let (_, title) = titled(&[input]);
+        assert_eq!(
+            title.as_deref(),
+            expected,
+            "input {:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+
+    #[test]
+    fn osc_0_and_2_set_the_title_with_either_terminator() {
+        check_title(b"\x1b]0;build\x07", Some("build"));
+        check_title(b"\x1b]2;build\x1b\\", Some("build"));
+        check_title(b"a\x1b]2;tests \xe2\x9c\x93\x07b", Some("tests \u{2713}"));
+        assert_eq!(titled(&[b"a\x1b]2;build\x07b"]).0, "ab");
+        // The icon name, a hyperlink and other strings are no title.
+        check_title(b"\x1b]1;icon\x07", None);
+        check_title(b"\x1b]8;;https://x\x1b\\", None);
+        check_title(b"\x1bP2;dcs\x1b\\\x1b_0;apc\x07", None);
+        check_title(b"plain text", None);
+    }
+
+    #[test]
+    fn the_last_title_wins_and_is_taken_once() {
+        let mut stripper = Stripper::new();
+        stripper.push(b"\x1b]2;one\x07\x1b]0;two\x1b\\");
+        stripper.push(b"\x1b]2;three\x07");
+        assert_eq!(stripper.take_title().as_deref(), Some("three"));
+        assert_eq!(stripper.take_title(), None);
+        stripper.push(b"more output");
+        assert_eq!(stripper.take_title(), None);
+    }
+
+    #[test]
+    fn a_title_split_across_reads_is_read_whole() {
+        let input = b"x\x1b]2;long build \xe2\x9c\x93\x1b\\y";
+        for at in 0..=input.len() {
+            let (text, title) = titled(&[&input[..at], &input[at..]]);
+            assert_eq!(text, "xy", "split at {at}");
+            assert_eq!(
+                title.as_deref(),
+                Some("long build \u{2713}"),
+                "split at {at}"
+            );
+        }
+        let bytewise: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(titled(&bytewise).1.as_deref(), Some("long build \u{2713}"));
+    }
+
+    #[test]
+    fn an_oversized_title_is_cut_and_the_text_after_it_survives() {
+        let mut input = b"\x1b]2;".to_vec();
+        input.extend("é".repeat(100_000).as_bytes());
+        input.extend(b"\x07after");
+        let (text, title) = titled(&[&input]);
+        assert_eq!(text, "after");
+        assert_eq!(title, Some("é".repeat(MAX_TITLE_CHARS)));
+        // The kept bytes end inside a `€`, after tabs that are dropped: the piece of a
+        // character is dropped too, not shown as U+FFFD.
+        let mut input = b"\x1b]2;".to_vec();
+        input.extend(b"\t".repeat(MAX_OSC_BYTES - 2 - 11));
+        input.extend("€".repeat(10).as_bytes());
+        input.push(0x07);
+        assert_eq!(titled(&[&input]).1.as_deref(), Some("€€€"));
+    }
+
+    #[test]
+    fn control_characters_leave_the_title() {
+        check_title(b"\x1b]2;a\tb\rc\nd\x7fe\x01f\x07", Some("abcdef"));
+        check_title("\x1b]2;c1\u{85}\u{9b}x\x07".as_bytes(), Some("c1x"));
+        check_title(b"\x1b]2;  padded  \x07", Some("padded"));
+    }
+
+    #[test]
+    fn an_empty_title_clears_it_and_an_aborted_one_sets_nothing() {
+        check_title(b"\x1b]2;\x07", Some(""));
+        check_title(b"\x1b]0;\x01\x02 \x1b\\", Some(""));
+        check_title(b"\x1b]2;half\x18done", None);
+        check_title(b"\x1b]2;half\x1b[mdone", None);
+        check_title(b"\x1b]2;never ended", None);
+    }
+
     fn interesting_bytes() -> impl Strategy<Value = Vec<u8>> {
         let pieces = prop_oneof![
             Just(b"\x1b".to_vec()),
             Just(b"\x1b[".to_vec()),
             Just(b"\x1b]".to_vec()),
+            Just(b"\x1b]2;".to_vec()),
             Just(b"\x1bP".to_vec()),
             Just(b"\x1b\\".to_vec()),
             Just(b"\x07".to_vec()),
@@ -276,17 +429,14 @@ mod tests {
         }
 
         #[test]
-        fn any_split_gives_the_same_text(input in interesting_bytes()) {
-            let whole = strip(&input);
+        fn any_split_gives_the_same_text_and_title(input in interesting_bytes()) {
+            let whole = titled(&[&input]);
             for at in 0..=input.len() {
-                let mut stripper = Stripper::new();
-                let mut split = stripper.push(&input[..at]);
-                split.push_str(&stripper.push(&input[at..]));
+                let split = titled(&[&input[..at], &input[at..]]);
                 prop_assert_eq!(&split, &whole, "split at {}", at);
             }
-            let mut stripper = Stripper::new();
-            let bytewise: String = input.iter().map(|b| stripper.push(&[*b])).collect();
-            prop_assert_eq!(bytewise, whole);
+            let bytewise: Vec<&[u8]> = input.chunks(1).collect();
+            prop_assert_eq!(titled(&bytewise), whole);
         }
     }
 }

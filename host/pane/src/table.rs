@@ -50,6 +50,18 @@ impl Slot {
     }
 }
 
+/// What [`PaneTable::record_output`] made of one chunk of a pane's output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// The chunk as plugin text (SPEC §2.3); `None` when nothing is left of it.
+    pub text: Option<String>,
+    /// The title the program set in it with OSC 0 or 2, the last one if several: control
+    /// characters removed, trimmed, at most [`MAX_TITLE_CHARS`](crate::MAX_TITLE_CHARS).
+    /// Empty when it set an empty one (the configured title applies again); `None` when it
+    /// set none.
+    pub title: Option<String>,
+}
+
 /// An idle pane as [`PaneTable::take_idle`] reports it: once per quiet period.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdlePane {
@@ -316,15 +328,21 @@ impl PaneTable {
     }
 
     /// Takes in one `Output` chunk: re-arms idleness, appends to the scrollback, and
-    /// returns the chunk as plugin text (SPEC §2.3), `None` when nothing is left of it or
-    /// the pane is unknown.
-    pub fn record_output(&mut self, pane: PaneId, bytes: &[u8]) -> Option<String> {
-        let entry = self.entry_mut(pane)?;
+    /// returns the chunk as plugin text (SPEC §2.3) with any title the program set in it
+    /// (nothing for an unknown pane). An escape sequence split across chunks counts in the
+    /// chunk that ends it.
+    pub fn record_output(&mut self, pane: PaneId, bytes: &[u8]) -> Recorded {
+        let Some(entry) = self.entry_mut(pane) else {
+            return Recorded::default();
+        };
         entry.slot.last_output = Instant::now();
         entry.idle_reported = false;
         entry.scrollback.push(bytes);
         let text = entry.stripper.push(bytes);
-        (!text.is_empty()).then_some(text)
+        Recorded {
+            text: (!text.is_empty()).then_some(text),
+            title: entry.stripper.take_title(),
+        }
     }
 
     /// The last [`SCROLLBACK_BYTES`] of raw output, for a re-attaching client; empty for an

@@ -111,7 +111,7 @@ impl Harness {
         loop {
             match self.event().await {
                 PaneEvent::Output { pane: from, bytes } => {
-                    let text = self.table.record_output(from, &bytes);
+                    let text = self.table.record_output(from, &bytes).text;
                     if from == pane {
                         run.raw.extend_from_slice(&bytes);
                         run.text.extend(text);
@@ -134,7 +134,7 @@ impl Harness {
         while !seen.contains(needle) {
             match self.event().await {
                 PaneEvent::Output { pane: from, bytes } => {
-                    let text = self.table.record_output(from, &bytes);
+                    let text = self.table.record_output(from, &bytes).text;
                     if from == pane {
                         seen.extend(text);
                     }
@@ -485,7 +485,7 @@ async fn a_quiet_pane_is_reported_idle_once_per_quiet_period() {
     assert_eq!(h.table.take_idle(spawned + threshold).len(), 1);
 
     // Output re-arms it, for a new quiet period measured from the output.
-    assert_eq!(h.table.record_output(quiet, b"\x1b[m"), None);
+    assert_eq!(h.table.record_output(quiet, b"\x1b[m").text, None);
     let output = h.table.slot(quiet).unwrap().last_output();
     assert!(output >= spawned);
     assert_eq!(h.table.next_idle_deadline(), Some(output + threshold));

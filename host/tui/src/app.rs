@@ -58,7 +58,10 @@ impl PaneSize {
 /// One pane as this client knows it.
 pub struct Pane {
     pub id: u64,
+    /// The configured title, `shell` without one.
     pub title: String,
+    /// The title its program set (OSC 0 or 2, from the hub's `title`), shown instead.
+    pub program_title: Option<String>,
     pub screen: vt100::Parser,
     /// Output received and not yet fed to `screen`, oldest first.
     pending: VecDeque<Bytes>,
@@ -86,6 +89,7 @@ impl Pane {
         Pane {
             id,
             title: title.unwrap_or_else(|| "shell".to_owned()),
+            program_title: None,
             screen: vt100::Parser::new(rows, cols, SCROLLBACK_LINES),
             pending: VecDeque::new(),
             pending_len: 0,
@@ -192,6 +196,11 @@ impl Pane {
         self.recovery
             .as_ref()
             .map(|recovery| recovery.marker(&chrono::Local))
+    }
+
+    /// What its tab calls it: the title its program set, else the configured one.
+    pub fn shown_title(&self) -> &str {
+        self.program_title.as_deref().unwrap_or(&self.title)
     }
 
     /// Exited with its plugin about to act on it (a hold and a report of recovery under
@@ -468,6 +477,11 @@ impl App {
                     self.remove(index);
                 }
             }
+            HubMessage::Title { pane, title } => {
+                if let Some(index) = self.index_of(pane) {
+                    self.panes[index].program_title = title;
+                }
+            }
             HubMessage::Recovery(report) => self.on_recovery(report),
             HubMessage::Attention { pane } => {
                 if let Some(index) = self.index_of(pane) {
@@ -520,7 +534,7 @@ impl App {
 
     /// `N:title`, as the pane's tab reads: notices name panes the way the tabs do.
     pub(crate) fn label(&self, index: usize) -> String {
-        format!("{}:{}", index + 1, self.panes[index].title)
+        format!("{}:{}", index + 1, self.panes[index].shown_title())
     }
 
     /// Leader `r`: end the hold of a held pane after asking; anything else is told what

@@ -219,6 +219,27 @@ fn a_relaunch_takes_the_old_pane_s_tab() {
 }
 
 #[test]
+fn a_program_title_names_the_tab_until_it_is_cleared() {
+    let mut app = app();
+    created(&mut app, 1);
+    created(&mut app, 2);
+    let title = |pane: u64, title: Option<&str>| {
+        Frame::Message(HubMessage::Title {
+            pane,
+            title: title.map(str::to_owned),
+        })
+    };
+    app.on_frame(title(2, Some("build")));
+    let shown: Vec<&str> = app.panes.iter().map(Pane::shown_title).collect();
+    assert_eq!(shown, ["p1", "build"]);
+    assert_eq!(app.label(1), "2:build", "notices name the tab as it reads");
+    app.on_frame(title(2, None));
+    assert_eq!(app.panes[1].shown_title(), "p2");
+    app.on_frame(title(9, Some("unknown pane")));
+    assert_eq!(titles(&app), ["p1", "p2"]);
+}
+
+#[test]
 fn cancel_tells_the_truth() {
     let mut app = app();
     created(&mut app, 1);

@@ -49,7 +49,10 @@ window.nightcrow = state;
 class Pane {
   constructor(id, title, alive) {
     this.id = id;
-    this.title = title || `pane ${id}`;
+    // The configured title; `title` is what the tab shows: the program's title when it set
+    // one (a `title` message), else this.
+    this.configured = title || `pane ${id}`;
+    this.title = this.configured;
     this.alive = alive;
     // Exited and held for its plugin to relaunch, until a `cancelled` report.
     this.held = false;
@@ -351,6 +354,13 @@ function onMessage(message) {
       pane.ended = how;
       pane.drawTab();
       say(`${label(pane)} ${how}`);
+      break;
+    }
+    case "title": {
+      const pane = state.panes.get(message.pane);
+      if (!pane) break;
+      pane.title = message.title || pane.configured;
+      pane.drawTab();
       break;
     }
     case "closed": {

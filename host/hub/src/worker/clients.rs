@@ -32,6 +32,7 @@ impl Worker {
                     bytes: scrollback.into(),
                 });
             }
+            replay.extend(program_title(pane, record).map(Frame::Message));
             if let Some(exit) = record.exit {
                 replay.push(Frame::Message(HubMessage::Exited {
                     pane: pane.get(),
@@ -44,7 +45,7 @@ impl Worker {
             }
         }
         replay.push(Frame::Message(HubMessage::Live));
-        // The replay is at most a hello, four frames per pane and `live` (the scrollback is 256 KiB),
+        // The replay is at most a hello, five frames per pane and `live` (the scrollback is 256 KiB),
         // far below the queue's budget; a new client cannot be behind yet.
         for frame in replay {
             let _ = frames.try_send(frame);
@@ -191,6 +192,7 @@ impl Worker {
             .map(|(pane, slot, record)| PaneStatus {
                 pane,
                 title: record.title.clone(),
+                program_title: record.program_title.clone(),
                 generation: slot.generation(),
                 alive: slot.is_alive(),
                 owner: record.owner.clone(),
@@ -320,6 +322,16 @@ pub(super) fn created(pane: PaneId, record: &SlotRecord, replaces: Option<PaneId
         cols: record.size.cols(),
         replaces: replaces.map(PaneId::get),
     }
+}
+
+/// `title` with the title the pane's program set, if it set one: after `created`, for a
+/// client that has not heard it (one attaching, or a relaunch's new pane).
+pub(super) fn program_title(pane: PaneId, record: &SlotRecord) -> Option<HubMessage> {
+    let title = record.program_title.clone()?;
+    Some(HubMessage::Title {
+        pane: pane.get(),
+        title: Some(title),
+    })
 }
 
 /// Pane output waiting for a client that fell behind.

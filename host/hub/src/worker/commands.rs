@@ -13,7 +13,7 @@ use nightcrow_pane::PaneTable;
 use nightcrow_plugin_host::{RateLimit, Supervised};
 use nightcrow_protocol::{Command, LogLevel, Token};
 
-use super::clients::created;
+use super::clients::{created, program_title};
 use super::{SlotRecord, Worker};
 use crate::client::{Frame, HubMessage, RecoveryReport};
 
@@ -125,7 +125,11 @@ impl Worker {
                 record.report = None;
                 record.exit = None;
                 let message = created(pane, record, Some(old));
+                let title = program_title(pane, record);
                 self.broadcast(Frame::Message(message));
+                if let Some(title) = title {
+                    self.broadcast(Frame::Message(title));
+                }
                 if let Some(event) = self.opened_event(token) {
                     self.send_to_owner(token, event);
                 }

@@ -82,6 +82,7 @@ impl Worker {
                     token: token.clone(),
                     generation: slot.generation(),
                     title: record.title.clone(),
+                    program_title: record.program_title.clone(),
                     startup: record.startup.clone(),
                     owner: record.owner.clone(),
                     opened_ms: record.opened_ms,
@@ -194,6 +195,7 @@ impl Worker {
             }
             let record = SlotRecord {
                 title: pane.title,
+                program_title: pane.program_title,
                 startup,
                 size: pane.size,
                 intended: owner.clone(),

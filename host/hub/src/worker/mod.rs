@@ -51,6 +51,9 @@ const NOTICE_QUEUE: usize = 64;
 #[derive(Debug, Clone)]
 struct SlotRecord {
     title: Option<String>,
+    /// The title the pane's program set last (OSC 0 or 2), shown instead of `title`; kept
+    /// across a relaunch until the new process sets its own.
+    program_title: Option<String>,
     /// The startup command that opened it; `None` for a client pane, which is never
     /// relaunchable (SPEC §6.5).
     startup: Option<StartupCommand>,

@@ -69,6 +69,7 @@ impl Worker {
         let pane = self.table.open(command, size).map_err(pane_error)?;
         let record = SlotRecord {
             title,
+            program_title: None,
             startup,
             size,
             owner: None,
@@ -95,15 +96,20 @@ impl Worker {
         match event {
             PaneEvent::Output { pane, bytes } => {
                 self.journal.output_arrived();
-                let text = self.table.record_output(pane, &bytes);
+                let recorded = self.table.record_output(pane, &bytes);
                 self.broadcast(Frame::Output {
                     pane: pane.get(),
                     bytes,
                 });
-                let (Some(text), Some(slot)) = (text, self.table.slot(pane)) else {
+                let Some(token) = self.table.slot(pane).map(|slot| slot.token().clone()) else {
                     return;
                 };
-                let token = slot.token().clone();
+                if let Some(title) = recorded.title {
+                    self.retitle(pane, &token, title);
+                }
+                let Some(text) = recorded.text else {
+                    return;
+                };
                 let Some(record) = self.slots.get_mut(&token).filter(|r| r.owner.is_some()) else {
                     return;
                 };
@@ -113,6 +119,23 @@ impl Worker {
             }
             PaneEvent::Exited { pane, code } => self.on_exit(pane, code),
         }
+    }
+
+    /// The pane's program set its title (empty: it cleared it); clients hear of a change.
+    fn retitle(&mut self, pane: PaneId, token: &Token, title: String) {
+        let title = (!title.is_empty()).then_some(title);
+        let Some(record) = self.slots.get_mut(token) else {
+            return;
+        };
+        if record.program_title == title {
+            return;
+        }
+        record.program_title = title;
+        let message = HubMessage::Title {
+            pane: pane.get(),
+            title: record.program_title.clone(),
+        };
+        self.broadcast(Frame::Message(message));
     }
 
     /// SPEC §6.2. Whatever happens to the slot, the pane stays with its scrollback, exited,

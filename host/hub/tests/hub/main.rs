@@ -9,6 +9,7 @@
 //! - `restore`: a hub given a previous daemon's panes, and its snapshots;
 //! - `notices`: the moments published for a person who is away, with or without clients;
 //! - `sizes`: which client's size a shared pane follows, and what a detach gives back;
+//! - `titles`: the titles programs set, to every client and across a restart;
 //! - `hostile`: plugins that flood, spin or bomb memory while panes stream.
 #![cfg(unix)]
 
@@ -37,4 +38,5 @@ mod recovery;
 mod reload;
 mod restore;
 mod sizes;
+mod titles;
 mod util;

@@ -18,11 +18,12 @@ fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).unwrap()
 }
 
-fn journaled(n: u8, title: &str, startup: Option<StartupCommand>) -> PaneSnapshot {
+pub(crate) fn journaled(n: u8, title: &str, startup: Option<StartupCommand>) -> PaneSnapshot {
     PaneSnapshot {
         token: Token::from_bytes([n; 16]),
         generation: 1,
         title: Some(title.to_owned()),
+        program_title: None,
         startup,
         owner: None,
         opened_ms: now_ms() - 3_600_000,
