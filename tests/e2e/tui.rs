@@ -841,3 +841,53 @@ fn the_chip_counts_down_and_attention_reaches_the_outer_terminal_as_a_notificati
     let all = String::from_utf8_lossy(&std::fs::read(&written).unwrap()).into_owned();
     assert_eq!(all.matches("]777;").count(), 1, "{all:?}");
 }
+
+/// The first row of `screen`, without the blanks after it.
+fn tab_row(screen: &str) -> &str {
+    screen.lines().next().unwrap_or_default().trim_end()
+}
+
+/// A program's title (OSC 2) names its tab, and an empty one gives the configured name
+/// back; at 60 columns, 8 panes do not fit: the tab in view is always drawn, with a count
+/// of the hidden ones at either end, and the help offers only keys for tabs there can be.
+#[test]
+fn program_titles_name_tabs_and_the_tab_in_view_is_drawn_however_many_there_are() {
+    let Some(tui) = Tui::run(PLAIN_SHELL, "attach", 60, 30) else {
+        return;
+    };
+    tui.wait_for("the first tab", |screen| screen.starts_with(" 1:shell"));
+    tui.type_line("printf '\\033]2;build\\007'");
+    tui.wait_for("the program's title on its tab", |screen| {
+        tab_row(screen) == " 1:build │"
+    });
+    let status = tui.status();
+    assert!(status.contains("  pane 1:build running"), "{status}");
+    for n in 2..=8 {
+        tui.leader("c");
+        tui.wait_for(&format!("tab {n} in view"), |screen| {
+            tab_row(screen).ends_with(&format!(" {n}:shell │"))
+        });
+    }
+    let eighth = tui.screen();
+    eprintln!("8 panes at 60 columns, the 8th in view:\n{eighth}");
+    assert_eq!(
+        tab_row(&eighth),
+        "<3 │ 4:shell │ 5:shell │ 6:shell │ 7:shell │ 8:shell │"
+    );
+    tui.leader("1");
+    let first = tui.wait_for("tab 1 in view", |screen| screen.starts_with(" 1:build"));
+    eprintln!("the 1st in view:\n{first}");
+    assert_eq!(
+        tab_row(&first),
+        " 1:build │ 2:shell │ 3:shell │ 4:shell │ 5:shell │ 3>"
+    );
+    tui.type_line("printf '\\033]2;\\007'");
+    tui.wait_for("the configured name again", |screen| {
+        screen.starts_with(" 1:shell │")
+    });
+    tui.leader("?");
+    let help = tui.wait_for_text("go to pane");
+    eprintln!("the help:\n{help}");
+    assert!(help.contains("Ctrl+F 1-8"), "{help}");
+    assert!(!help.contains("1-9"), "{help}");
+}

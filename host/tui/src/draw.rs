@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
 use crate::app::{App, Mode, Pane};
-use crate::format::{Clock, TAB_WIDTH, tab_label, truncate};
+use crate::format::{Clock, TAB_SEPARATOR, TabText, padded_tab, tab_row, truncate};
 use crate::input::key_table;
 
 pub fn draw(frame: &mut Frame, app: &App) {
@@ -32,7 +32,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         height: 1,
         ..area
     };
-    frame.render_widget(Line::from(tab_spans(app)), tabs);
+    frame.render_widget(Line::from(tab_spans(app, tabs.width)), tabs);
     if let Some(pane) = app.active_pane() {
         draw_screen(pane.screen.screen(), panes, frame.buffer_mut());
         let screen = pane.screen.screen();
@@ -49,16 +49,23 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
 }
 
-fn tab_spans(app: &App) -> Vec<Span<'static>> {
-    let mut spans = Vec::new();
-    for (index, pane) in app.panes.iter().enumerate() {
-        let label = tab_label(
-            index + 1,
-            &pane.title,
-            pane.unread,
-            pane.marker().as_deref(),
-            TAB_WIDTH,
-        );
+/// The tabs that fit `width` columns, the one in view always among them, with a dim count
+/// of the tabs hidden at either end.
+fn tab_spans(app: &App, width: u16) -> Vec<Span<'static>> {
+    let tabs: Vec<TabText> = app
+        .panes
+        .iter()
+        .map(|pane| TabText {
+            title: pane.shown_title(),
+            unread: pane.unread,
+            marker: pane.marker(),
+        })
+        .collect();
+    let row = tab_row(&tabs, app.active, usize::from(width));
+    let hidden = Style::new().add_modifier(Modifier::DIM);
+    let mut spans = vec![Span::styled(row.before_text(), hidden)];
+    for (index, label) in row.shown.clone().zip(&row.labels) {
+        let pane = &app.panes[index];
         let mut style = Style::new();
         if index == app.active {
             style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
@@ -68,9 +75,10 @@ fn tab_spans(app: &App) -> Vec<Span<'static>> {
         if pane.unread {
             style = style.fg(Color::Yellow);
         }
-        spans.push(Span::styled(format!(" {label} "), style));
-        spans.push(Span::raw("│"));
+        spans.push(Span::styled(padded_tab(label), style));
+        spans.push(Span::raw(TAB_SEPARATOR));
     }
+    spans.push(Span::styled(row.after_text(), hidden));
     spans
 }
 

@@ -1,6 +1,8 @@
 //! What the tab row and the notice row say about a pane: its tab label with the recovery
-//! marker, and the recovery chip (SPEC §8). Pure text, measured in terminal columns, so that
-//! it is table-tested without a terminal.
+//! marker, which tabs fit the row, and the recovery chip (SPEC §8). Pure text, measured in
+//! terminal columns, so that it is table-tested without a terminal.
+
+use std::ops::Range;
 
 use chrono::TimeZone;
 use nightcrow_hub::RecoveryReport;
@@ -162,6 +164,134 @@ pub fn tab_label(
     }
     let room = width.saturating_sub(prefix.width() + suffix.width());
     format!("{prefix}{}{suffix}", truncate(&single_line(title), room))
+}
+
+/// One tab as the tab row knows it: what [`tab_label`] needs besides its number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabText<'a> {
+    pub title: &'a str,
+    pub unread: bool,
+    pub marker: Option<String>,
+}
+
+/// What the tab row shows: the tabs in `shown` with their labels, and how many are hidden
+/// before and after them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabRow {
+    pub shown: Range<usize>,
+    /// The labels of the shown tabs, in order.
+    pub labels: Vec<String>,
+    pub hidden_before: usize,
+    pub hidden_after: usize,
+}
+
+impl TabRow {
+    /// What is drawn before the first shown tab: `<N │` when `N` tabs are hidden there.
+    pub fn before_text(&self) -> String {
+        hidden_before_text(self.hidden_before)
+    }
+
+    /// What is drawn after the last shown tab: ` N>` when `N` tabs are hidden there.
+    pub fn after_text(&self) -> String {
+        hidden_after_text(self.hidden_after)
+    }
+
+    /// The whole row as text, as [`draw`](crate::draw) lays it out.
+    pub fn text(&self) -> String {
+        let tabs: String = self.labels.iter().map(|label| tab_text(label)).collect();
+        format!("{}{tabs}{}", self.before_text(), self.after_text())
+    }
+}
+
+/// What follows each shown tab.
+pub const TAB_SEPARATOR: &str = "│";
+
+/// A shown tab's label with its padding, as it is highlighted.
+pub fn padded_tab(label: &str) -> String {
+    format!(" {label} ")
+}
+
+fn tab_text(label: &str) -> String {
+    padded_tab(label) + TAB_SEPARATOR
+}
+
+fn hidden_before_text(count: usize) -> String {
+    if count == 0 {
+        String::new()
+    } else {
+        format!("<{count} │")
+    }
+}
+
+fn hidden_after_text(count: usize) -> String {
+    if count == 0 {
+        String::new()
+    } else {
+        format!(" {count}>")
+    }
+}
+
+/// The tabs that fit in `width` columns: all of them when they fit, else as many as fit
+/// around the active one, which is always among them, the window as far left as it can be;
+/// the hidden ones are counted at either end. When not even the active tab fits whole, its
+/// title is cut (and without room for the counts, they go before its number does).
+pub fn tab_row(tabs: &[TabText], active: usize, width: usize) -> TabRow {
+    let label = |index: usize, width: usize| {
+        let tab = &tabs[index];
+        tab_label(
+            index + 1,
+            tab.title,
+            tab.unread,
+            tab.marker.as_deref(),
+            width,
+        )
+    };
+    if tabs.is_empty() {
+        return TabRow {
+            shown: 0..0,
+            labels: Vec::new(),
+            hidden_before: 0,
+            hidden_after: 0,
+        };
+    }
+    let active = active.min(tabs.len() - 1);
+    let labels: Vec<String> = (0..tabs.len())
+        .map(|index| label(index, TAB_WIDTH))
+        .collect();
+    let widths: Vec<usize> = labels.iter().map(|label| tab_text(label).width()).collect();
+    let row_width = |shown: &Range<usize>| {
+        widths[shown.clone()].iter().sum::<usize>()
+            + hidden_before_text(shown.start).width()
+            + hidden_after_text(tabs.len() - shown.end).width()
+    };
+    let best = (0..=active)
+        .flat_map(|start| (active + 1..=tabs.len()).map(move |end| start..end))
+        .filter(|shown| row_width(shown) <= width)
+        .max_by_key(|shown| (shown.len(), std::cmp::Reverse(shown.start)));
+    let shown = best.unwrap_or(active..active + 1);
+    let (mut hidden_before, mut hidden_after) = (shown.start, tabs.len() - shown.end);
+    let labels = if row_width(&shown) <= width {
+        labels[shown.clone()].to_vec()
+    } else {
+        // Only the active tab, cut to what is left; the counts go first if even its number
+        // would not fit beside them.
+        let padding = tab_text("").width();
+        let counts =
+            hidden_before_text(hidden_before).width() + hidden_after_text(hidden_after).width();
+        let number = format!("{}:", active + 1).width();
+        if width < counts + padding + number {
+            (hidden_before, hidden_after) = (0, 0);
+        }
+        let counts =
+            hidden_before_text(hidden_before).width() + hidden_after_text(hidden_after).width();
+        vec![label(active, width.saturating_sub(counts + padding))]
+    };
+    TabRow {
+        shown,
+        labels,
+        hidden_before,
+        hidden_after,
+    }
 }
 
 /// `text` cut to at most `width` columns, with `…` standing for what was cut. Wide
@@ -383,6 +513,98 @@ mod tests {
         // No room for the title at all: the marker still shows.
         check("codex", false, Some("⏳14:05"), 9, "2:⏳14:05");
         check("tab\there", false, None, 28, "2:tab here");
+    }
+
+    fn shells(count: usize) -> Vec<TabText<'static>> {
+        (0..count)
+            .map(|_| TabText {
+                title: "shell",
+                unread: false,
+                marker: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tabs_that_fit_are_all_shown() {
+        let row = tab_row(&shells(3), 1, 100);
+        assert_eq!(row.text(), " 1:shell │ 2:shell │ 3:shell │");
+        assert_eq!(
+            (row.shown, row.hidden_before, row.hidden_after),
+            (0..3, 0, 0)
+        );
+        // Exactly the width: still all of them.
+        assert_eq!(
+            tab_row(&shells(3), 0, 30).text(),
+            " 1:shell │ 2:shell │ 3:shell │"
+        );
+        assert_eq!(tab_row(&[], 0, 80).text(), "");
+    }
+
+    #[test]
+    fn more_tabs_than_columns_keep_the_active_one_and_count_the_hidden() {
+        // 8 panes at 60 columns, the 8th in view (each tab is 10 columns).
+        let row = tab_row(&shells(8), 7, 60);
+        assert_eq!(
+            row.text(),
+            "<3 │ 4:shell │ 5:shell │ 6:shell │ 7:shell │ 8:shell │"
+        );
+        assert_eq!(row.shown, 3..8);
+        let row = tab_row(&shells(8), 0, 60);
+        assert_eq!(
+            row.text(),
+            " 1:shell │ 2:shell │ 3:shell │ 4:shell │ 5:shell │ 3>"
+        );
+        // In the middle: as far left as the active tab allows.
+        assert_eq!(tab_row(&shells(8), 4, 60).shown, 0..5);
+        assert_eq!(
+            tab_row(&shells(8), 5, 40).text(),
+            "<3 │ 4:shell │ 5:shell │ 6:shell │ 2>"
+        );
+        // Long titles and markers take their room; the active one still shows.
+        let mut tabs = shells(8);
+        tabs[6] = TabText {
+            title: "codex: fixing the flaky tests",
+            unread: true,
+            marker: Some("⏳14:05".to_owned()),
+        };
+        assert_eq!(
+            tab_row(&tabs, 6, 60).text(),
+            "<4 │ 5:shell │ 6:shell │ 7:codex: fixing the…!⏳14:05 │ 1>"
+        );
+    }
+
+    #[test]
+    fn a_narrow_row_cuts_the_active_tab_but_keeps_its_number() {
+        let mut tabs = shells(4);
+        tabs[2].title = "a-very-long-session-title";
+        let row = tab_row(&tabs, 2, 20);
+        assert_eq!(row.text(), "<2 │ 3:a-very-… │ 1>");
+        assert_eq!(row.text().width(), 20);
+        // No room for the counts: the number comes first.
+        assert_eq!(tab_row(&tabs, 2, 6).text(), " 3:… │");
+        assert_eq!(tab_row(&tabs, 2, 4).labels, ["3:"]);
+    }
+
+    #[test]
+    fn every_row_holds_the_active_tab_within_its_width() {
+        for count in 1..=16 {
+            let tabs = shells(count);
+            for active in 0..count {
+                for width in 7..=120 {
+                    let row = tab_row(&tabs, active, width);
+                    let text = row.text();
+                    assert!(row.shown.contains(&active), "{count} {active} {width}");
+                    assert!(text.contains(&format!(" {}:", active + 1)), "{text:?}");
+                    assert!(text.width() <= width, "{text:?} in {width}");
+                    // From 16 columns on, the counts always have room.
+                    if width >= 16 {
+                        assert_eq!(row.hidden_before, row.shown.start, "{text:?}");
+                        assert_eq!(row.hidden_after, count - row.shown.end, "{text:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub fn key_table(leader: LeaderKey, role: Role) -> Vec<(String, &'static str)> {
     let table = [
         ("c", "new pane"),
         ("n  p", "next / previous pane"),
-        ("1-9", "go to pane"),
+        ("1-8", "go to pane"),
         ("x", "close pane (asks first)"),
         ("r", "cancel recovery of this pane"),
         ("[", "scrollback: PgUp PgDn arrows, q leaves"),
