@@ -79,11 +79,23 @@ mod tests {
 
     /// The vendored files, by their name in `vendor/PINS`.
     const VENDORED: [(&str, &[u8]); 5] = [
-        ("xterm/xterm.mjs", include_bytes!("../vendor/xterm/xterm.mjs")),
-        ("xterm/xterm.css", include_bytes!("../vendor/xterm/xterm.css")),
+        (
+            "xterm/xterm.mjs",
+            include_bytes!("../vendor/xterm/xterm.mjs"),
+        ),
+        (
+            "xterm/xterm.css",
+            include_bytes!("../vendor/xterm/xterm.css"),
+        ),
         ("xterm/LICENSE", include_bytes!("../vendor/xterm/LICENSE")),
-        ("addon-fit/addon-fit.mjs", include_bytes!("../vendor/addon-fit/addon-fit.mjs")),
-        ("addon-fit/LICENSE", include_bytes!("../vendor/addon-fit/LICENSE")),
+        (
+            "addon-fit/addon-fit.mjs",
+            include_bytes!("../vendor/addon-fit/addon-fit.mjs"),
+        ),
+        (
+            "addon-fit/LICENSE",
+            include_bytes!("../vendor/addon-fit/LICENSE"),
+        ),
     ];
 
     fn hex(bytes: &[u8]) -> String {
@@ -110,7 +122,10 @@ mod tests {
                     let locked = &lock["packages"][format!("node_modules/{name}")];
                     assert_eq!(locked["version"], version, "{name}");
                     assert_eq!(locked["integrity"], integrity, "{name}");
-                    assert_eq!(lock["packages"][""]["dependencies"][name], version, "{name}");
+                    assert_eq!(
+                        lock["packages"][""]["dependencies"][name], version,
+                        "{name}"
+                    );
                     packages += 1;
                 }
                 ["file", name, sha256] => {
