@@ -519,6 +519,29 @@ mod tests {
 
     /// A loopback HTTP server answering each request with the next status (the last one
     /// from then on); the requests' text goes to `requests`.
+    /// Reads until the head and as much body as its `content-length` says have come: a
+    /// client may send the body in a segment of its own.
+    async fn whole_request(stream: &mut tokio::net::TcpStream) -> String {
+        let mut bytes = Vec::new();
+        let mut chunk = [0; 4096];
+        loop {
+            let read = stream.read(&mut chunk).await.unwrap();
+            bytes.extend_from_slice(&chunk[..read]);
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let complete = text.split_once("\r\n\r\n").is_some_and(|(head, body)| {
+                let length = head.lines().find_map(|line| {
+                    let line = line.to_ascii_lowercase();
+                    line.strip_prefix("content-length:")
+                        .and_then(|n| n.trim().parse::<usize>().ok())
+                });
+                body.len() >= length.unwrap_or(0)
+            });
+            if complete || read == 0 {
+                return text;
+            }
+        }
+    }
+
     async fn http_server(statuses: &'static [u16]) -> (String, mpsc::UnboundedReceiver<String>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/topic", listener.local_addr().unwrap());
@@ -526,9 +549,7 @@ mod tests {
         tokio::spawn(async move {
             for n in 0.. {
                 let (mut stream, _) = listener.accept().await.unwrap();
-                let mut request = vec![0; 8192];
-                let read = stream.read(&mut request).await.unwrap();
-                let _ = requests.send(String::from_utf8_lossy(&request[..read]).into_owned());
+                let _ = requests.send(whole_request(&mut stream).await);
                 let status = statuses[n.min(statuses.len() - 1)];
                 let answer = format!(
                     "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
