@@ -82,7 +82,8 @@ impl Session<'_> {
 }
 
 /// The big client (200×50, a 48×200 pane area) attached first, then the small one
-/// (100×30, 28×100), which becomes the latest client and starts the size loop.
+/// (100×30, 28×100), which becomes the latest client and starts the size loop: both show
+/// the pane at 28×100.
 fn two_clients() -> Option<Tui> {
     let tui = Tui::run(PLAIN_SHELL, "attach", 200, 50)?;
     let big = session(&tui, "big");
@@ -105,6 +106,13 @@ fn two_clients() -> Option<Tui> {
         env!("CARGO_BIN_EXE_nightcrow")
     ));
     assert!(small.status().unwrap().success(), "tmux new-session");
+    let small = session(&tui, "small");
+    small.wait_for("the shared pane's tab", |screen| {
+        screen.starts_with(" 1:shell")
+    });
+    small.type_line(WATCH_SIZE);
+    small.wait_for_size(28, 100);
+    big.wait_for_size(28, 100);
     Some(tui)
 }
 
@@ -120,12 +128,6 @@ fn a_client_that_detaches_gives_the_size_back() {
         return;
     };
     let (big, small) = (session(&tui, "big"), session(&tui, "small"));
-    small.wait_for("the shared pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
-    small.type_line(WATCH_SIZE);
-    small.wait_for_size(28, 100);
-    big.wait_for_size(28, 100);
     small.leader("d");
     small.wait_for("the small client detached", |screen| {
         !screen.contains("1:shell")
@@ -146,11 +148,6 @@ fn the_claim_key_gives_the_pane_this_clients_size() {
         return;
     };
     let (big, small) = (session(&tui, "big"), session(&tui, "small"));
-    small.wait_for("the shared pane's tab", |screen| {
-        screen.starts_with(" 1:shell")
-    });
-    small.type_line(WATCH_SIZE);
-    small.wait_for_size(28, 100);
     big.leader("z");
     big.wait_for_size(48, 200);
     small.wait_for_size(48, 200);

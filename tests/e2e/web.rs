@@ -260,6 +260,16 @@ fn wait_for_line(browser: &mut Browser, line: &str) -> String {
         .to_owned()
 }
 
+/// `+` on a page without panes, then the new shell's prompt.
+fn open_first_pane(browser: &mut Browser) {
+    browser.eval("document.getElementById('new-pane').click(); true");
+    browser.wait_for(
+        "the first tab",
+        "document.querySelectorAll('.tab').length === 1",
+    );
+    wait_for_prompt(browser);
+}
+
 fn type_line(browser: &mut Browser, line: &str) {
     browser.eval("nightcrow.panes.get(nightcrow.active).term.focus(); true");
     browser.type_text(line);
@@ -419,12 +429,7 @@ fn only_a_session_from_this_origin_gets_in_and_bad_messages_do_not_end_it() {
 fn panes_in_the_browser_type_resize_and_come_back_after_a_reload() {
     let web = Web::start(PLAIN_SHELL);
     let mut browser = web.browser();
-    browser.eval("document.getElementById('new-pane').click(); true");
-    browser.wait_for(
-        "the first tab",
-        "document.querySelectorAll('.tab').length === 1",
-    );
-    wait_for_prompt(&mut browser);
+    open_first_pane(&mut browser);
     type_line(&mut browser, "echo hi");
     wait_for_line(&mut browser, "hi");
 
@@ -520,12 +525,7 @@ const ACTIVE_SIZE: &str = "(() => { const t = nightcrow.panes.get(nightcrow.acti
 fn use_this_size_takes_the_panes_back_from_a_client_attached_later() {
     let web = Web::start(PLAIN_SHELL);
     let mut browser = web.browser();
-    browser.eval("document.getElementById('new-pane').click(); true");
-    browser.wait_for(
-        "the first tab",
-        "document.querySelectorAll('.tab').length === 1",
-    );
-    wait_for_prompt(&mut browser);
+    open_first_pane(&mut browser);
     let ours = browser.eval(ACTIVE_SIZE);
     let pane = browser.eval(ACTIVE);
     let origin = format!("http://{}", web.authority);
