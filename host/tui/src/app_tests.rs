@@ -161,6 +161,35 @@ fn a_pane_at_another_size_is_brought_to_ours_after_its_replay() {
     );
 }
 
+/// The hub keeps every client's size for a pane (docs/hub.md, "Shared sizes"), so a pane is
+/// sized even when it is at ours; leader `z` sizes every running pane again.
+#[test]
+fn every_pane_is_sized_even_at_our_size_and_leader_z_sizes_them_again() {
+    let ours = |pane| ClientRequest::Resize {
+        pane,
+        rows: SIZE.rows,
+        cols: SIZE.cols,
+    };
+    let mut app = app();
+    assert_eq!(created(&mut app, 1), [ours(1)]);
+    created(&mut app, 2);
+    exited(&mut app, 2, false);
+    app.on_frame(Frame::Message(HubMessage::Resized {
+        pane: 1,
+        rows: 30,
+        cols: 120,
+    }));
+    assert_eq!(app.panes[0].screen.screen().size().1.get(), 120);
+    assert_eq!(
+        app.on_input(b"\x06z"),
+        [ours(1)],
+        "an exited pane has no PTY"
+    );
+    assert_eq!(app.panes[0].screen.screen().size().1.get(), 40);
+    let notice = app.notice(Instant::now()).unwrap_or_default();
+    assert!(notice.contains("this terminal's size"), "{notice}");
+}
+
 #[test]
 fn an_exited_pane_stays_with_its_screen_until_it_is_closed() {
     let mut app = app();
