@@ -1,6 +1,7 @@
 //! The system Chromium (Debian's `chromium`), headless, driven over the DevTools protocol
 //! on a plain WebSocket: just what the web client's tests and benchmark need — open a
-//! page, run JavaScript, type, resize the viewport, take a screenshot. Nothing here
+//! page, run JavaScript, type, tap and swipe, resize the viewport or make it a phone's,
+//! take a screenshot. Nothing here
 //! downloads a browser; a machine without Chromium fails with how to install it.
 
 use std::io::{BufRead, BufReader};
@@ -217,20 +218,56 @@ impl Browser {
         );
     }
 
-    /// Clicks the middle of the element `selector` finds with the mouse: a real user gesture,
-    /// which `element.click()` from a script is not.
-    pub fn click(&mut self, selector: &str) {
+    /// The middle of the element `selector` finds, in CSS pixels of the viewport.
+    fn middle_of(&mut self, selector: &str) -> (f64, f64) {
         let middle = self.eval(&format!(
             "(() => {{ const box = document.querySelector({}).getBoundingClientRect(); \
              return [box.x + box.width / 2, box.y + box.height / 2]; }})()",
             json!(selector)
         ));
+        let coordinate = |index: usize| middle[index].as_f64().expect("a coordinate");
+        (coordinate(0), coordinate(1))
+    }
+
+    /// Clicks the middle of the element `selector` finds with the mouse: a real user gesture,
+    /// which `element.click()` from a script is not.
+    pub fn click(&mut self, selector: &str) {
+        let (x, y) = self.middle_of(selector);
         for kind in ["mousePressed", "mouseReleased"] {
             self.call(
                 "Input.dispatchMouseEvent",
-                json!({"type": kind, "x": middle[0], "y": middle[1], "button": "left", "clickCount": 1}),
+                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
             );
         }
+    }
+
+    /// Taps the middle of the element `selector` finds with a finger (needs
+    /// [`Browser::emulate_phone`]).
+    pub fn tap(&mut self, selector: &str) {
+        let (x, y) = self.middle_of(selector);
+        self.touch("touchStart", json!([{"x": x, "y": y}]));
+        self.touch("touchEnd", json!([]));
+    }
+
+    /// Drags a finger from the middle of the element `selector` finds by `right`, `down` CSS
+    /// pixels, in steps of at most 10, then lifts it.
+    pub fn swipe(&mut self, selector: &str, right: f64, down: f64) {
+        let (x, y) = self.middle_of(selector);
+        self.touch("touchStart", json!([{"x": x, "y": y}]));
+        let steps = (right.abs().max(down.abs()) / 10.0).ceil().max(1.0);
+        for step in 1..=steps as u32 {
+            let done = f64::from(step) / steps;
+            let point = json!([{"x": x + right * done, "y": y + down * done}]);
+            self.touch("touchMove", point);
+        }
+        self.touch("touchEnd", json!([]));
+    }
+
+    fn touch(&mut self, kind: &str, points: Value) {
+        self.call(
+            "Input.dispatchTouchEvent",
+            json!({"type": kind, "touchPoints": points}),
+        );
     }
 
     /// Types `text` into what has the focus, as an input method would.
@@ -252,9 +289,23 @@ impl Browser {
 
     /// Gives the page a viewport of `width`×`height` CSS pixels.
     pub fn resize(&mut self, width: u32, height: u32) {
+        self.device(width, height, 1, false);
+    }
+
+    /// Makes the page a phone's: a mobile viewport of `width`×`height` CSS pixels at 3
+    /// device pixels each (the page's `<meta name="viewport">` applies), and a touch screen.
+    pub fn emulate_phone(&mut self, width: u32, height: u32) {
+        self.device(width, height, 3, true);
+        self.call(
+            "Emulation.setTouchEmulationEnabled",
+            json!({"enabled": true, "maxTouchPoints": 5}),
+        );
+    }
+
+    fn device(&mut self, width: u32, height: u32, scale: u32, mobile: bool) {
         self.call(
             "Emulation.setDeviceMetricsOverride",
-            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+            json!({"width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile}),
         );
     }
 
