@@ -6,6 +6,7 @@ import { Terminal } from "/assets/xterm.mjs";
 import { FitAddon } from "/assets/addon-fit.mjs";
 import { chipText, hasDeadline, isActive, marker, nowEpoch, truncate } from "/assets/chip.js";
 import { CALLS_BACK, Notices, noticeText } from "/assets/notice.js";
+import { KeyBar, followSwipes } from "/assets/keys.js";
 
 /** Drawn output bytes are acknowledged in steps of this many (see docs/web.md). */
 const ACK_EVERY = 64 * 1024;
@@ -43,6 +44,8 @@ const state = {
   unreadBefore: new Map(),
   // The timer that redraws a counting-down chip, while one is shown.
   tick: null,
+  // The on-screen keys a phone's keyboard lacks (shown on narrow and touch screens).
+  keyBar: new KeyBar($("keys"), () => state.panes.get(state.active)?.term),
 };
 window.nightcrow = state;
 
@@ -74,9 +77,9 @@ class Pane {
     this.fit = new FitAddon();
     this.term.loadAddon(this.fit);
     this.term.open(this.element);
-    const type = (data) => send({ type: "input", pane: this.id, data });
-    this.term.onData(type);
-    this.term.onBinary(type);
+    this.term.onData((data) => send({ type: "input", pane: this.id, data: state.keyBar.apply(data) }));
+    this.term.onBinary((data) => send({ type: "input", pane: this.id, data }));
+    followSwipes(this.element, this.term);
     this.tab = document.createElement("button");
     this.tab.className = "tab";
     this.tab.setAttribute("role", "tab");
@@ -190,6 +193,8 @@ function select(id) {
   });
   pane.fitToBox();
   pane.term.focus();
+  // On a narrow screen the tab bar scrolls: keep the tab in view visible.
+  pane.tab.scrollIntoView({ block: "nearest", inline: "nearest" });
   drawToolbar();
 }
 

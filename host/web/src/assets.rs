@@ -14,6 +14,7 @@ pub struct Asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
+const SVG: &str = "image/svg+xml";
 
 /// The login page; `<!--MESSAGE-->` is where a refusal is said.
 pub const LOGIN_PAGE: &str = include_str!("../page/login.html");
@@ -26,6 +27,12 @@ pub const ASSETS: &[Asset] = &[
         name: "nightcrow.css",
         content_type: CSS,
         body: include_bytes!("../page/nightcrow.css"),
+        public: true,
+    },
+    Asset {
+        name: "favicon.svg",
+        content_type: SVG,
+        body: include_bytes!("../page/favicon.svg"),
         public: true,
     },
     Asset {
@@ -44,6 +51,12 @@ pub const ASSETS: &[Asset] = &[
         name: "notice.js",
         content_type: JS,
         body: include_bytes!("../page/notice.js"),
+        public: false,
+    },
+    Asset {
+        name: "keys.js",
+        content_type: JS,
+        body: include_bytes!("../page/keys.js"),
         public: false,
     },
     Asset {

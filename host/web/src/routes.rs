@@ -4,7 +4,8 @@
 //!   rebinding page names another host), plus the `[web] hosts` the config lists, which are
 //!   all that a server bound beyond loopback answers when there are any; every response carries headers that keep it out
 //!   of frames, caches and other origins' reach;
-//! - without a session: `GET /login`, `POST /login`, `/assets/nightcrow.css`;
+//! - without a session: `GET /login`, `POST /login`, and what the login page shows
+//!   (`/assets/nightcrow.css`, `/assets/favicon.svg`);
 //! - with one: the terminal page, its scripts, `GET /api/repos`, `POST /logout`, and the
 //!   WebSocket `GET /ws?repo=DIR`, which also needs an `Origin` that is this server.
 //!
