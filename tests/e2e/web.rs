@@ -1161,3 +1161,311 @@ fn beyond_loopback_only_the_listed_hosts_are_answered_and_the_cookie_can_be_secu
         "{warning}"
     );
 }
+
+/// A phone in portrait: 390×844 CSS pixels, 3 device pixels each, a touch screen.
+const PHONE: (u32, u32) = (390, 844);
+
+impl Web {
+    /// A logged-in browser on the page, as a phone.
+    fn phone(&self) -> Browser {
+        self.browser_with(|browser| browser.emulate_phone(PHONE.0, PHONE.1))
+    }
+}
+
+/// Where the page's parts are: `[left, top, right, bottom]` in CSS pixels by name (the
+/// terminal's box is `screen`), and `visible`, the number of terminals shown.
+const LAYOUT: &str = r#"(() => {
+  const at = (selector) => {
+    const box = document.querySelector(selector).getBoundingClientRect();
+    return [box.left, box.top, box.right, box.bottom];
+  };
+  return {
+    width: innerWidth, height: innerHeight,
+    brand: at('.brand'), tabs: at('#tabs'), toolbar: at('#toolbar'), chip: at('#chip'),
+    cancel: at('#cancel'), terminals: at('#terminals'), keys: at('#keys'),
+    screen: at('.pane-view.active .xterm-screen'),
+    visible: [...document.querySelectorAll('.pane-view')]
+      .filter((view) => getComputedStyle(view).visibility === 'visible').length,
+  };
+})()"#;
+
+fn edge(layout: &Value, part: &str, side: usize) -> f64 {
+    layout[part][side].as_f64().unwrap()
+}
+
+const LEFT: usize = 0;
+const TOP: usize = 1;
+const RIGHT: usize = 2;
+const BOTTOM: usize = 3;
+
+/// On a phone the page is one terminal across the width, between the tabs (a row of their
+/// own, scrolling sideways) with the toolbar above it and the key bar below; a recovery chip
+/// still shows, in the toolbar, without resizing the terminal. The favicon is served.
+#[test]
+fn on_a_phone_one_pane_fills_the_width_between_the_tabs_and_the_key_bar() {
+    let web = Web::start(&RECOVERY.replace("SCRIPTED", guests::SCRIPTED_WASM));
+
+    // The favicon: served before the login too (the login page shows it), as SVG.
+    let icon = web.http("GET", "/assets/favicon.svg", &[], "");
+    assert_eq!(icon.status, 200, "{icon:?}");
+    assert!(
+        icon.head.contains("content-type: image/svg+xml"),
+        "{icon:?}"
+    );
+    assert!(icon.body.starts_with("<svg"), "{icon:?}");
+    let login = web.http("GET", "/login", &[], "");
+    assert!(login.body.contains(ICON_LINK), "{login:?}");
+
+    let mut browser = web.phone();
+    assert!(
+        browser
+            .eval("document.head.innerHTML")
+            .as_str()
+            .unwrap()
+            .contains(ICON_LINK)
+    );
+    browser.wait_for(
+        "both startup panes",
+        "document.querySelectorAll('.tab').length === 2",
+    );
+    browser.eval("document.querySelectorAll('.tab')[0].click(); true");
+    wait_for_line(&mut browser, "timed-ready");
+    let repo_name = web.repo.path().file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        browser.eval("document.title"),
+        json!(format!("nightcrow — {repo_name}"))
+    );
+
+    let layout = browser.eval(LAYOUT);
+    let (width, height) = (f64::from(PHONE.0), f64::from(PHONE.1));
+    assert_eq!(layout["width"], json!(PHONE.0), "{layout}");
+    assert_eq!(layout["visible"], json!(1), "{layout}");
+    // Top to bottom, none over another: the bar, the tabs' row, the toolbar, the terminal,
+    // the key bar, all of it on the screen.
+    assert!(
+        edge(&layout, "tabs", TOP) >= edge(&layout, "brand", BOTTOM),
+        "{layout}"
+    );
+    assert!(edge(&layout, "tabs", RIGHT) <= width, "{layout}");
+    assert!(
+        edge(&layout, "toolbar", TOP) >= edge(&layout, "tabs", BOTTOM),
+        "{layout}"
+    );
+    assert!(
+        edge(&layout, "terminals", TOP) >= edge(&layout, "toolbar", BOTTOM),
+        "{layout}"
+    );
+    assert!(
+        edge(&layout, "keys", TOP) >= edge(&layout, "terminals", BOTTOM),
+        "{layout}"
+    );
+    assert!(edge(&layout, "keys", BOTTOM) <= height, "{layout}");
+    assert!(
+        edge(&layout, "keys", BOTTOM) - edge(&layout, "keys", TOP) >= 40.0,
+        "{layout}"
+    );
+    // The terminal: across the width, but for less than a column or two and the scrollbar.
+    let screen = edge(&layout, "screen", RIGHT) - edge(&layout, "screen", LEFT);
+    assert!(
+        screen >= width * 0.9 && edge(&layout, "screen", RIGHT) <= width,
+        "{layout}"
+    );
+
+    // A recovery chip shows in the toolbar, on the screen, and the terminal keeps its size.
+    let geometry = browser.eval(ACTIVE_SIZE);
+    type_line(&mut browser, "go");
+    browser.wait_for(
+        "the timed chip",
+        &format!("({CHIP}).includes('waiting_for_reset')"),
+    );
+    let layout = browser.eval(LAYOUT);
+    assert!(
+        edge(&layout, "chip", TOP) >= edge(&layout, "toolbar", TOP),
+        "{layout}"
+    );
+    assert!(
+        edge(&layout, "chip", BOTTOM) <= edge(&layout, "toolbar", BOTTOM),
+        "{layout}"
+    );
+    assert!(edge(&layout, "chip", RIGHT) <= width, "{layout}");
+    assert!(edge(&layout, "cancel", RIGHT) <= width, "{layout}");
+    assert!(
+        edge(&layout, "cancel", TOP) >= edge(&layout, "chip", BOTTOM),
+        "{layout}"
+    );
+    assert!(
+        edge(&layout, "cancel", BOTTOM) <= edge(&layout, "toolbar", BOTTOM),
+        "{layout}"
+    );
+    assert_eq!(
+        browser.eval(ACTIVE_SIZE),
+        geometry,
+        "the chip resized the terminal"
+    );
+    let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("web-phone-screenshot.png");
+    browser.screenshot(&screenshot);
+    eprintln!("screenshot: {}", screenshot.display());
+
+    // More tabs than the width holds: the row scrolls sideways under a finger, and the tab
+    // in view is kept in sight.
+    for count in 3..=6 {
+        browser.tap("#new-pane");
+        browser.wait_for(
+            "one more tab",
+            &format!("document.querySelectorAll('.tab').length === {count}"),
+        );
+    }
+    browser.wait_for(
+        "the newest pane in view",
+        "nightcrow.active === nightcrow.order[5]",
+    );
+    let tabs = "(() => { const tabs = document.getElementById('tabs'); \
+                const active = document.querySelector('.tab.active').getBoundingClientRect(); \
+                const row = tabs.getBoundingClientRect(); \
+                return [tabs.scrollWidth > tabs.clientWidth, \
+                        active.left >= row.left - 1 && active.right <= row.right + 1, tabs.scrollLeft, \
+                        row.left, row.right, active.left, active.right]; })()";
+    let before = browser.eval(tabs);
+    assert_eq!(
+        (&before[0], &before[1]),
+        (&json!(true), &json!(true)),
+        "{before}"
+    );
+    browser.swipe("#tabs", 150.0, 0.0);
+    let scrolled = format!("document.getElementById('tabs').scrollLeft < {}", before[2]);
+    browser.wait_for("the tabs to scroll back", &scrolled);
+    assert_eq!(browser.eval(LAYOUT)["visible"], json!(1));
+}
+
+const ICON_LINK: &str = r#"<link rel="icon" type="image/svg+xml" href="/assets/favicon.svg">"#;
+
+/// Whether the focus is still in the terminal in view (so a phone's keyboard stays open).
+const TERMINAL_HAS_FOCUS: &str = "document.activeElement === \
+     nightcrow.panes.get(nightcrow.active).element.querySelector('.xterm-helper-textarea')";
+
+const CTRL_PRESSED: &str =
+    "document.querySelector('#keys [data-key=Control]').getAttribute('aria-pressed')";
+
+/// Taps the key bar's Ctrl and waits until it is shown held.
+fn press_ctrl(browser: &mut Browser) {
+    browser.tap("#keys [data-key=Control]");
+    browser.wait_for("Ctrl held", &format!("{CTRL_PRESSED} === 'true'"));
+    assert_eq!(browser.eval(TERMINAL_HAS_FOCUS), json!(true), "after Ctrl");
+}
+
+/// The key bar types what a phone's keyboard cannot, through the terminal's own input, and
+/// never takes the focus: Esc, Tab, the arrows as the program's cursor-key mode wants them,
+/// Enter, and a sticky Ctrl for the next key, from the bar or the keyboard.
+#[test]
+fn on_a_phone_the_key_bar_sends_ctrl_chords_arrows_and_enter_without_taking_the_focus() {
+    let web = Web::start(PLAIN_SHELL);
+    let mut browser = web.phone();
+    open_first_pane(&mut browser);
+    // A tap on the terminal gives it the focus (and a phone its keyboard).
+    browser.eval("document.activeElement.blur(); true");
+    assert_eq!(browser.eval(TERMINAL_HAS_FOCUS), json!(false));
+    browser.tap(".pane-view.active");
+    browser.wait_for("the terminal's focus", TERMINAL_HAS_FOCUS);
+    let tap_key = |browser: &mut Browser, key: &str| {
+        browser.tap(&format!("#keys [data-key={key}]"));
+        assert_eq!(browser.eval(TERMINAL_HAS_FOCUS), json!(true), "after {key}");
+    };
+
+    // `cat -vT` shows what each key sent.
+    browser.type_text("cat -vT");
+    tap_key(&mut browser, "Enter");
+    for key in ["Escape", "Tab", "ArrowLeft", "ArrowUp"] {
+        tap_key(&mut browser, key);
+    }
+    tap_key(&mut browser, "Enter");
+    wait_for_line(&mut browser, "^[^I^[[D^[[A");
+    // Ctrl with an arrow of the bar.
+    press_ctrl(&mut browser);
+    tap_key(&mut browser, "ArrowUp");
+    tap_key(&mut browser, "Enter");
+    wait_for_line(&mut browser, "^[[1;5A");
+    // Ctrl with a key of the keyboard: Ctrl+D ends `cat`; Ctrl is then released.
+    press_ctrl(&mut browser);
+    browser.type_text("d");
+    browser.wait_for("Ctrl released", &format!("{CTRL_PRESSED} === 'false'"));
+
+    // The program asks for application cursor keys: the arrows follow.
+    type_line(&mut browser, "printf '\\033[?1h'; cat -vT");
+    browser.wait_for(
+        "application cursor keys",
+        "nightcrow.panes.get(nightcrow.active).term.modes.applicationCursorKeysMode",
+    );
+    for key in ["ArrowUp", "ArrowDown", "ArrowRight", "ArrowLeft", "Enter"] {
+        tap_key(&mut browser, key);
+    }
+    wait_for_line(&mut browser, "^[OA^[OB^[OC^[OD");
+
+    // Ctrl, then c from the keyboard, interrupts: the prompt is back for the next command.
+    press_ctrl(&mut browser);
+    browser.type_text("c");
+    type_line(
+        &mut browser,
+        "printf '\\033[?1l'; echo sleeping-$((6*7)); sleep 100",
+    );
+    wait_for_line(&mut browser, "sleeping-42");
+    press_ctrl(&mut browser);
+    browser.type_text("c");
+    type_line(&mut browser, "echo after-$((6*7))");
+    wait_for_line(&mut browser, "after-42");
+}
+
+/// The terminal in view's scrollback position: `[top row shown, top row at the bottom]`.
+const VIEWPORT: &str = "(() => { const b = nightcrow.panes.get(nightcrow.active).term.buffer.active; \
+                        return [b.viewportY, b.baseY]; })()";
+
+/// A vertical swipe scrolls the scrollback; while the program asks for mouse reports it gets
+/// the swipe as wheel turns instead, and the view stays.
+#[test]
+fn on_a_phone_a_swipe_scrolls_the_scrollback_or_turns_the_wheel_of_a_program_that_asks() {
+    let web = Web::start(PLAIN_SHELL);
+    let mut browser = web.phone();
+    open_first_pane(&mut browser);
+    type_line(&mut browser, "seq 1 300");
+    wait_for_line(&mut browser, "300");
+    let bottom = browser.eval(VIEWPORT);
+    assert_eq!(bottom[0], bottom[1], "{bottom}");
+    let row = browser
+        .eval("(() => { const p = nightcrow.panes.get(nightcrow.active); \
+               return p.element.querySelector('.xterm-screen').getBoundingClientRect().height / p.term.rows; })()")
+        .as_f64()
+        .unwrap();
+
+    // A finger moving down shows what is above, a row for each row it travels.
+    browser.swipe(".pane-view.active", 0.0, 200.0);
+    let up = browser.eval(VIEWPORT);
+    let moved = bottom[0].as_f64().unwrap() - up[0].as_f64().unwrap();
+    assert_eq!(moved, (200.0 / row).trunc(), "{up} (rows of {row} px)");
+    browser.swipe(".pane-view.active", 0.0, -400.0);
+    assert_eq!(browser.eval(VIEWPORT), bottom);
+
+    // Mouse reports on (SGR): the program gets wheel-up turns; the view does not move.
+    type_line(&mut browser, "printf '\\033[?1000h\\033[?1006h'; cat -v");
+    browser.wait_for(
+        "mouse reports",
+        "nightcrow.panes.get(nightcrow.active).term.modes.mouseTrackingMode !== 'none'",
+    );
+    let before = browser.eval(VIEWPORT);
+    browser.swipe(".pane-view.active", 0.0, 3.5 * row);
+    browser.tap("#keys [data-key=Enter]");
+    let shown = browser.wait_for(
+        "the wheel reports",
+        &format!(
+            "{}.split('\\n').find(line => /^(\\^\\[\\[<64;\\d+;\\d+M)+$/.test(line))",
+            buffer_of(ACTIVE)
+        ),
+    );
+    assert_eq!(
+        shown.as_str().unwrap().matches("^[[<64;").count(),
+        3,
+        "{shown}"
+    );
+    assert_eq!(browser.eval(VIEWPORT), before);
+}
