@@ -891,3 +891,82 @@ fn program_titles_name_tabs_and_the_tab_in_view_is_drawn_however_many_there_are(
     assert!(help.contains("Ctrl+F 1-8"), "{help}");
     assert!(!help.contains("1-9"), "{help}");
 }
+
+/// A ZWJ family the emulator spreads over three wide cells: the outer terminal shows them
+/// side by side, the bar right after them as tmux puts it after the same emoji in a plain
+/// pane, and nothing of them is left on another row, nor after `clear`.
+#[test]
+fn emoji_clusters_leave_nothing_stray_and_the_text_after_them_where_tmux_puts_it() {
+    let Some(tui) = Tui::attach_shell() else {
+        return;
+    };
+    let family = "👨\u{200D}👩\u{200D}👧";
+    let echo = format!("echo '{family}|'");
+    // The same bytes in a plain pane of the same tmux server.
+    let plain = tui
+        .tmux()
+        .args(["new-window", "-d", "-P", "-F", "#{window_id}", "/bin/sh"])
+        .output()
+        .unwrap();
+    let plain = String::from_utf8(plain.stdout).unwrap().trim().to_owned();
+    let status = tui
+        .tmux()
+        .args(["send-keys", "-t", &plain, "-l", &echo])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tui.tmux()
+        .args(["send-keys", "-t", &plain, "Enter"])
+        .status()
+        .unwrap();
+    let output_line = |screen: &str| {
+        screen
+            .lines()
+            .find(|line| line.ends_with('|') && !line.contains("echo"))
+            .map(str::to_owned)
+    };
+    let started = Instant::now();
+    let in_tmux = loop {
+        let captured = tui
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &plain])
+            .output()
+            .unwrap();
+        if let Some(line) = output_line(&String::from_utf8_lossy(&captured.stdout)) {
+            break line;
+        }
+        assert!(started.elapsed() < PATIENCE, "the plain pane never echoed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+
+    tui.type_line(&echo);
+    let screen = tui.wait_for("the echoed family", |screen| {
+        output_line(&Tui::pane_text(screen)).is_some()
+    });
+    eprintln!("plain tmux: {in_tmux:?}\nthe TUI:\n{screen}");
+    let pane = Tui::pane_text(&screen);
+    let shown = output_line(&pane).unwrap();
+    // tmux joins the family into one glyph; the TUI writes its three emoji apart (the
+    // emulator gave each its own columns), with the bar as close after them.
+    assert_eq!(shown, in_tmux.replace('\u{200D}', ""), "{screen}");
+    // Every row but the command line and its output.
+    for line in pane
+        .lines()
+        .filter(|line| *line != shown && !line.contains("echo"))
+    {
+        assert!(
+            !line.contains('👧') && !line.contains('\u{200D}'),
+            "stray emoji on {line:?}:\n{screen}"
+        );
+    }
+
+    tui.type_line("clear; echo after-$((1+1))");
+    let cleared = tui.wait_for_text("after-2");
+    eprintln!("after clear:\n{cleared}");
+    let pane = Tui::pane_text(&cleared);
+    assert!(
+        !pane.contains('👧') && !pane.contains('👨') && !pane.contains('\u{200D}'),
+        "the family survived clear:\n{cleared}"
+    );
+    assert!(pane.lines().any(|line| line == "after-2"), "{cleared}");
+}

@@ -156,8 +156,10 @@ fn notice_line(app: &App, width: u16) -> Line<'static> {
     Line::from(spans)
 }
 
-/// The emulator's screen, cell by cell, at the scrollback position it is at.
-fn draw_screen(screen: &vt100::Screen, area: Rect, buffer: &mut Buffer) {
+/// The emulator's screen, cell by cell, at the scrollback position it is at. Each cell is
+/// written over exactly the columns the emulator gave it ([`crate::cell_text`]); a wide cell's
+/// second column is covered by its symbol, and one cut by the area's edge gets one column.
+pub(crate) fn draw_screen(screen: &vt100::Screen, area: Rect, buffer: &mut Buffer) {
     for row in 0..area.height {
         for col in 0..area.width {
             let Some(cell) = screen.cell(row, col) else {
@@ -166,12 +168,13 @@ fn draw_screen(screen: &vt100::Screen, area: Rect, buffer: &mut Buffer) {
             if cell.is_wide_continuation() {
                 continue;
             }
-            let target = &mut buffer[(area.x + col, area.y + row)];
-            if cell.has_contents() {
-                target.set_symbol(cell.contents());
+            let columns = if cell.is_wide() && col + 1 < area.width {
+                2
             } else {
-                target.set_symbol(" ");
-            }
+                1
+            };
+            let target = &mut buffer[(area.x + col, area.y + row)];
+            target.set_symbol(&crate::cell_text::cell_text(cell.contents(), columns));
             target.set_style(cell_style(cell));
         }
     }

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod app;
+mod cell_text;
 mod draw;
 pub mod format;
 mod input;
