@@ -10,7 +10,10 @@ use bytes::Bytes;
 use nightcrow_config::LeaderKey;
 use nightcrow_hub::{ClientRequest, Frame, HubMessage, Notice, Notices, RecoveryReport};
 
+use ratatui::layout::Rect;
+
 use crate::format::{Clock, Recovery};
+use crate::layout::{self, Cell, Direction, GRID_MOST, SPLIT_MOST};
 use crate::{FirstPane, Role};
 
 /// Lines of history each pane keeps for scrollback mode.
@@ -81,6 +84,8 @@ pub struct Pane {
     pub recovery: Option<Recovery>,
     /// Attention raised while the pane was not in view.
     pub unread: bool,
+    /// The size this client last asked the hub for (the hub may give another client's).
+    asked: Option<PaneSize>,
 }
 
 impl Pane {
@@ -101,6 +106,7 @@ impl Pane {
             ended: None,
             recovery: None,
             unread: false,
+            asked: None,
         }
     }
 
@@ -210,6 +216,49 @@ impl Pane {
     }
 }
 
+/// How the screen is shared between panes (docs/tui.md, "Split, grid and zoom").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// The panes of the split, by id, in the order of their cells. It is shown while it
+    /// holds two panes or more and the pane in view is one of them.
+    pub split: Vec<u64>,
+    /// Every pane in a grid on the whole screen, [`GRID_MOST`] at a time.
+    pub grid: bool,
+    /// The pane in view alone, until zoomed out; the split and the grid are kept.
+    pub zoomed: bool,
+}
+
+/// What the screen shows now: the layout resolved against the panes there are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// The tab row is drawn (the grid gives it up: each cell's header names its pane).
+    pub tabs: bool,
+    /// The panes shown, by index, with their cells. A pane shown alone has a header of
+    /// no height.
+    pub cells: Vec<(usize, Cell)>,
+}
+
+impl View {
+    /// The cell of the pane at `index`, if it is shown.
+    pub fn cell_of(&self, index: usize) -> Option<Cell> {
+        self.cells
+            .iter()
+            .find(|(shown, _)| *shown == index)
+            .map(|(_, cell)| *cell)
+    }
+}
+
+/// Where a pane this client asked for goes when it is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Nothing of ours is on its way.
+    None,
+    /// It comes into view (leader `c`).
+    InView,
+    /// It joins the split beside the pane in view and comes into view (leader `s`).
+    Beside,
+}
+
 /// What the keyboard is doing now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -243,9 +292,12 @@ pub enum Outcome {
 /// The whole client state.
 pub struct App {
     pub panes: Vec<Pane>,
-    /// Index into `panes` of the pane in view.
+    /// Index into `panes` of the pane in view (the focused cell of a split or grid).
     pub active: usize,
+    /// The pane area of this terminal: a pane shown alone gets this size, and so does a
+    /// pane out of view.
     pub size: PaneSize,
+    pub layout: Layout,
     pub mode: Mode,
     pub leader: LeaderKey,
     notice: Option<(String, Instant)>,
@@ -263,9 +315,9 @@ pub struct App {
     /// Whether the first pane is ours to create once the replay is in (`hello`).
     create_on_hello: bool,
     pub role: Role,
-    /// A `create` of ours is on its way: its pane comes into view when it appears; a pane
-    /// opened by someone else (another client, a relaunch) does not take the screen.
-    awaiting_created: bool,
+    /// A `create` of ours on its way, and where its pane goes; a pane opened by someone
+    /// else (another client, a relaunch) does not take the screen.
+    arrival: Arrival,
     /// A `hello` has been seen: another one starts a new replay.
     greeted: bool,
     /// The pane to bring back into view when a new replay lists it.
@@ -278,6 +330,7 @@ impl App {
             panes: Vec::new(),
             active: 0,
             size,
+            layout: Layout::default(),
             mode: Mode::Normal,
             leader,
             notice: None,
@@ -289,7 +342,7 @@ impl App {
             skips: 0,
             create_on_hello: first_pane == FirstPane::Open,
             role: Role::Attached,
-            awaiting_created: false,
+            arrival: Arrival::None,
             greeted: false,
             reselect: None,
         }
@@ -372,7 +425,9 @@ impl App {
                 if let Some(notice) = self.notices.observe(&message) {
                     self.untold.push(notice);
                 }
-                self.on_message(message)
+                let mut requests = self.on_message(message);
+                requests.extend(self.refit());
+                requests
             }
         }
     }
@@ -407,7 +462,7 @@ impl App {
                 }
                 self.greeted = true;
                 if std::mem::take(&mut self.create_on_hello) {
-                    return vec![self.create_request()];
+                    return vec![self.create_request(Arrival::InView)];
                 }
             }
             HubMessage::Live => {}
@@ -435,24 +490,31 @@ impl App {
                         self.panes.len() - 1
                     }
                 };
+                if let Some(old) = replaces {
+                    for id in &mut self.layout.split {
+                        if *id == old {
+                            *id = pane;
+                        }
+                    }
+                }
                 let reselected = self.reselect == Some(pane);
                 if reselected {
                     self.reselect = None;
                 }
-                if std::mem::take(&mut self.awaiting_created)
+                let arrival = std::mem::replace(&mut self.arrival, Arrival::None);
+                if arrival == Arrival::Beside {
+                    self.join_split(pane);
+                }
+                if arrival != Arrival::None
                     || self.panes.len() == 1
                     || reselected
                     || index == self.active
                 {
                     self.select(index);
                 }
-                // Even at our size already: the hub keeps every client's size for a pane,
-                // to give it back when another client leaves (docs/hub.md, "Shared sizes").
-                return vec![ClientRequest::Resize {
-                    pane,
-                    rows: self.size.rows,
-                    cols: self.size.cols,
-                }];
+                // The refit that follows every message sizes it, even at our size already:
+                // the hub keeps every client's size for a pane, to give it back when
+                // another client leaves (docs/hub.md, "Shared sizes").
             }
             HubMessage::Resized { pane, rows, cols } => {
                 if let Some(index) = self.index_of(pane) {
@@ -565,7 +627,15 @@ impl App {
     }
 
     fn remove(&mut self, index: usize) {
-        self.panes.remove(index);
+        let gone = self.panes.remove(index).id;
+        // The pane in view leaving a split: the focus goes to the cell that follows it.
+        let split = &mut self.layout.split;
+        let successor = (index == self.active)
+            .then(|| split.iter().position(|&id| id == gone))
+            .flatten()
+            .filter(|_| split.len() > 1)
+            .map(|at| split[(at + 1) % split.len()]);
+        split.retain(|&id| id != gone);
         if self.panes.is_empty() {
             self.active = 0;
             self.outcome = Some(Outcome::NoPanes);
@@ -579,12 +649,26 @@ impl App {
         {
             self.mode = Mode::Normal;
         }
-        let active = self.active;
+        let active = successor
+            .and_then(|id| self.index_of(id))
+            .unwrap_or(self.active);
         self.select(active);
     }
 
+    /// Brings the pane at `index` into view: into the focused cell when it is not shown
+    /// (it takes the place of the pane there in the split), or the focus moves to its cell.
     pub(crate) fn select(&mut self, index: usize) {
         if index < self.panes.len() {
+            let (from, to) = (self.active_pane().map(|pane| pane.id), self.panes[index].id);
+            if let Some(from) = from
+                && !self.layout.split.contains(&to)
+            {
+                for id in &mut self.layout.split {
+                    if *id == from {
+                        *id = to;
+                    }
+                }
+            }
             self.active = index;
             self.panes[index].unread = false;
             if let Mode::Scrollback(_) = self.mode {
@@ -597,8 +681,8 @@ impl App {
         }
     }
 
-    pub(crate) fn create_request(&mut self) -> ClientRequest {
-        self.awaiting_created = true;
+    pub(crate) fn create_request(&mut self, arrival: Arrival) -> ClientRequest {
+        self.arrival = arrival;
         ClientRequest::Create {
             title: None,
             command: None,
@@ -627,20 +711,199 @@ impl App {
     }
 
     fn size_every_pane(&mut self) -> Vec<ClientRequest> {
-        let size = self.size;
         self.dirty = true;
+        self.fit(|_, _| true)
+    }
+
+    /// Sizes the running panes whose place on the screen changed since this client last
+    /// asked for their size: called after every key and message, so a pane is always told
+    /// the size it is shown at. Only a change asks: a size the hub gave from another client
+    /// is not fought over (leader `z` claims it back).
+    pub(crate) fn refit(&mut self) -> Vec<ClientRequest> {
+        self.fit(|pane, size| pane.asked != Some(size))
+    }
+
+    /// Each pane is sized to its cell in the split or grid, even while another is zoomed (a
+    /// zoom in and out should not make every program redraw twice); the zoomed pane and the
+    /// panes out of view to the whole pane area.
+    fn fit(&mut self, wanted: impl Fn(&Pane, PaneSize) -> bool) -> Vec<ClientRequest> {
+        let laid_out = self.laid_out();
+        let zoomed = self.layout.zoomed.then_some(self.active);
+        let full = self.size;
         self.panes
             .iter_mut()
-            .filter(|pane| pane.alive)
-            .map(|pane| {
+            .enumerate()
+            .filter(|(_, pane)| pane.alive)
+            .filter_map(|(index, pane)| {
+                let cell = laid_out.cell_of(index).filter(|_| zoomed != Some(index));
+                let size = cell.map_or(full, |cell| PaneSize {
+                    rows: cell.screen.height,
+                    cols: cell.screen.width,
+                });
+                if !wanted(pane, size) {
+                    return None;
+                }
+                pane.asked = Some(size);
                 pane.resize(size);
-                ClientRequest::Resize {
+                Some(ClientRequest::Resize {
                     pane: pane.id,
                     rows: size.rows,
                     cols: size.cols,
-                }
+                })
             })
             .collect()
+    }
+
+    /// The pane area: the terminal less the tab row above and the notice row below.
+    fn pane_area(&self) -> Rect {
+        Rect::new(0, 1, self.size.cols, self.size.rows)
+    }
+
+    /// What the screen shows now. Whatever the layout says, the pane in view is shown:
+    /// alone when zoomed, when it is not in the split, or when the cells would not fit.
+    pub fn view(&self) -> View {
+        if self.layout.zoomed {
+            self.alone()
+        } else {
+            self.laid_out()
+        }
+    }
+
+    fn alone(&self) -> View {
+        View {
+            tabs: true,
+            cells: self
+                .active_pane()
+                .map(|_| {
+                    let screen = self.pane_area();
+                    let header = Rect {
+                        height: 0,
+                        ..screen
+                    };
+                    (self.active, Cell { header, screen })
+                })
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// The split or the grid, zoomed or not.
+    fn laid_out(&self) -> View {
+        let (shown, area, tabs): (Vec<usize>, Rect, bool) = if self.layout.grid {
+            let page = self.active / GRID_MOST * GRID_MOST;
+            let shown = (page..self.panes.len().min(page + GRID_MOST)).collect();
+            let whole = Rect::new(0, 0, self.size.cols, self.size.rows + 1);
+            (shown, whole, false)
+        } else {
+            let shown = (self.layout.split.iter())
+                .filter_map(|&id| self.index_of(id))
+                .collect();
+            (shown, self.pane_area(), true)
+        };
+        if shown.len() < 2 || !shown.contains(&self.active) {
+            return self.alone();
+        }
+        match layout::arrange(shown.len(), area) {
+            Some(cells) => View {
+                tabs,
+                cells: shown.into_iter().zip(cells).collect(),
+            },
+            None => self.alone(),
+        }
+    }
+
+    /// Rows of the pane in view as shown: what a page of scrollback moves.
+    pub(crate) fn rows_in_view(&self) -> u16 {
+        self.view()
+            .cell_of(self.active)
+            .map_or(self.size.rows, |cell| cell.screen.height)
+    }
+
+    /// Leader `s`: a new pane beside the one in view; the split grows to [`SPLIT_MOST`].
+    pub(crate) fn split(&mut self) -> Vec<ClientRequest> {
+        let Some(active) = self.active_pane().map(|pane| pane.id) else {
+            return vec![self.create_request(Arrival::InView)];
+        };
+        self.layout
+            .split
+            .retain(|&id| self.panes.iter().any(|pane| pane.id == id));
+        if !self.layout.split.contains(&active) {
+            self.layout.split = vec![active];
+        }
+        if self.layout.split.len() >= SPLIT_MOST {
+            self.say(format!(
+                "a split shows at most {SPLIT_MOST} panes ({} g shows them all)",
+                self.leader
+            ));
+            return Vec::new();
+        }
+        self.layout.grid = false;
+        self.layout.zoomed = false;
+        vec![self.create_request(Arrival::Beside)]
+    }
+
+    /// Puts `pane` into the split after the pane in view.
+    fn join_split(&mut self, pane: u64) {
+        let active = self.active_pane().map(|pane| pane.id);
+        let at = (self.layout.split.iter())
+            .position(|&id| Some(id) == active)
+            .map_or(self.layout.split.len(), |at| at + 1);
+        if self.layout.split.len() < SPLIT_MOST {
+            self.layout.split.insert(at, pane);
+        }
+    }
+
+    /// Leader `f`: the pane in view alone, and back.
+    pub(crate) fn toggle_zoom(&mut self) {
+        if !self.layout.zoomed && self.view().cells.len() < 2 {
+            self.say("one pane in view: nothing to zoom".to_owned());
+            return;
+        }
+        self.layout.zoomed = !self.layout.zoomed;
+        if self.layout.zoomed {
+            self.say(format!("zoomed: {} f shows the others again", self.leader));
+        }
+    }
+
+    /// Leader `g`: every pane in a grid, and back to the split or the pane alone.
+    pub(crate) fn toggle_grid(&mut self) {
+        self.layout.zoomed = false;
+        self.layout.grid = !self.layout.grid;
+        if self.layout.grid && self.panes.len() < 2 {
+            self.layout.grid = false;
+            self.say("one pane: nothing to show in a grid".to_owned());
+        }
+    }
+
+    /// Leader `u`: the split ends; the pane in view stays, the others go on as tabs.
+    pub(crate) fn unsplit(&mut self) {
+        self.layout = Layout::default();
+    }
+
+    /// Leader and an arrow (or `h` `j` `k` `l`): the focus moves to the cell on that side.
+    pub(crate) fn focus_towards(&mut self, direction: Direction) {
+        let view = self.view();
+        let cells: Vec<Cell> = view.cells.iter().map(|&(_, cell)| cell).collect();
+        let from = view
+            .cells
+            .iter()
+            .position(|&(index, _)| index == self.active);
+        if let Some(to) = from.and_then(|from| layout::neighbour(&cells, from, direction)) {
+            self.select(view.cells[to].0);
+        }
+    }
+
+    /// Leader `o`: the focus moves to the next cell, around.
+    pub(crate) fn focus_next_cell(&mut self) {
+        let view = self.view();
+        if let Some(from) = view
+            .cells
+            .iter()
+            .position(|&(index, _)| index == self.active)
+        {
+            let next = view.cells[(from + 1) % view.cells.len()].0;
+            self.select(next);
+        }
     }
 }
 

@@ -493,3 +493,127 @@ fn scrollback_mode_moves_through_history_and_leaves_on_q() {
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.panes[0].screen.screen().scrollback(), 0);
 }
+
+fn resize(pane: u64, rows: u16, cols: u16) -> ClientRequest {
+    ClientRequest::Resize { pane, rows, cols }
+}
+
+fn in_view(app: &App) -> Vec<u64> {
+    let view = app.view();
+    view.cells
+        .iter()
+        .map(|&(index, _)| app.panes[index].id)
+        .collect()
+}
+
+/// The pane area is 40×10: two panes side by side have a header row each and a rule
+/// between them, so their screens are 19 and 20 columns by 9 rows.
+#[test]
+fn a_split_shows_panes_side_by_side_each_told_the_size_of_its_cell() {
+    let mut app = app();
+    created(&mut app, 1);
+    assert!(matches!(
+        app.on_input(b"\x06s")[..],
+        [ClientRequest::Create { .. }]
+    ));
+    assert_eq!(
+        created(&mut app, 2),
+        [resize(1, 9, 19), resize(2, 9, 20)],
+        "the new pane joins the split beside the first"
+    );
+    assert_eq!(in_view(&app), [1, 2]);
+    assert_eq!(app.active_pane().map(|p| p.id), Some(2));
+    assert!(app.view().tabs);
+    assert_eq!(
+        app.on_input(b"\x06\x1b[D"),
+        [],
+        "moving the focus sizes nothing"
+    );
+    assert_eq!(app.active_pane().map(|p| p.id), Some(1));
+    app.on_input(b"\x06l");
+    assert_eq!(app.active_pane().map(|p| p.id), Some(2));
+    app.on_input(b"\x06o");
+    assert_eq!(app.active_pane().map(|p| p.id), Some(1), "o goes round");
+    app.on_input(b"\x06o");
+
+    // Zoomed, the pane in view has the whole area; zoomed out, its cell again. The other
+    // keeps its cell's size meanwhile.
+    assert_eq!(app.on_input(b"\x06f"), [resize(2, 10, 40)]);
+    assert_eq!(in_view(&app), [2]);
+    assert_eq!(app.on_input(b"\x06f"), [resize(2, 9, 20)]);
+
+    // A pane someone else opens is a tab out of view, at the whole area's size; going to
+    // it puts it in the focused cell, and the pane it replaces goes back to the whole size.
+    assert_eq!(created(&mut app, 3), [resize(3, 10, 40)]);
+    assert_eq!(in_view(&app), [1, 2]);
+    assert_eq!(
+        app.on_input(b"\x06n"),
+        [resize(2, 10, 40), resize(3, 9, 20)]
+    );
+    assert_eq!(in_view(&app), [1, 3]);
+    // Going to a pane shown in another cell moves the focus there.
+    assert_eq!(app.on_input(b"\x061"), []);
+    assert_eq!(in_view(&app), [1, 3]);
+    assert_eq!(app.active_pane().map(|p| p.id), Some(1));
+
+    // Another client's size for a pane is not fought over.
+    assert_eq!(
+        app.on_frame(Frame::Message(HubMessage::Resized {
+            pane: 3,
+            rows: 30,
+            cols: 120,
+        })),
+        []
+    );
+
+    // The grid: every pane on the whole screen but the notice row, no tab row.
+    assert_eq!(
+        app.on_input(b"\x06g"),
+        [resize(1, 10, 12), resize(2, 10, 13), resize(3, 10, 13)]
+    );
+    assert_eq!(in_view(&app), [1, 2, 3]);
+    assert!(!app.view().tabs);
+    app.on_input(b"\x06g");
+    assert_eq!(in_view(&app), [1, 3], "back to the split");
+
+    // A pane of the split that closes leaves the other alone, at the whole size.
+    assert_eq!(
+        app.on_frame(Frame::Message(HubMessage::Closed { pane: 1 })),
+        [resize(3, 10, 40)]
+    );
+    assert_eq!(in_view(&app), [3]);
+}
+
+#[test]
+fn a_relaunch_keeps_its_cell_and_a_split_holds_at_most_four() {
+    let mut app = app();
+    created(&mut app, 1);
+    for pane in 2..=4 {
+        app.on_input(b"\x06s");
+        created(&mut app, pane);
+    }
+    assert_eq!(in_view(&app), [1, 2, 3, 4]);
+    assert_eq!(app.on_input(b"\x06s"), [], "a fifth is refused");
+    let notice = app.notice(Instant::now()).unwrap_or_default();
+    assert!(notice.contains("at most 4"), "{notice}");
+
+    exited(&mut app, 2, true);
+    app.on_frame(Frame::Message(HubMessage::Created {
+        pane: 5,
+        title: None,
+        rows: 24,
+        cols: 80,
+        replaces: Some(2),
+    }));
+    assert_eq!(in_view(&app), [1, 5, 3, 4], "the relaunch takes its cell");
+    assert_eq!(
+        app.panes[1].screen.screen().size(),
+        app.panes[3].screen.screen().size(),
+        "the relaunch is sized to its cell, as the pane below it"
+    );
+
+    // `u` ends the split: the pane in view alone, the others tabs.
+    app.on_input(b"\x06u");
+    assert_eq!(in_view(&app), [4]);
+    assert_eq!(app.panes.len(), 4);
+}

@@ -1,6 +1,7 @@
-//! Rendering an [`App`]: one tab row, the pane in view, one notice row (SPEC §8: nothing
-//! else, so the pane area is exactly what the PTY is told). Recovery appears only as a tab
-//! marker and the chip on the notice row; it never takes a row of its own.
+//! Rendering an [`App`]: one tab row, the panes in view (one, or the cells of a split or
+//! grid, each under a header row), one notice row (SPEC §8: nothing else, so each pane's
+//! screen is exactly what its PTY is told). Recovery appears only as a tab or header
+//! marker and the chip on the notice row; it never takes a row of a pane's screen.
 
 use std::time::Instant;
 
@@ -12,9 +13,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
-use crate::app::{App, Mode, Pane};
-use crate::format::{Clock, TAB_SEPARATOR, TabText, padded_tab, tab_row, truncate};
+use crate::app::{App, Mode, Pane, View};
+use crate::format::{Clock, TAB_SEPARATOR, TabText, padded_tab, tab_label, tab_row, truncate};
 use crate::input::key_table;
+use crate::layout::{Cell, outline};
 
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
@@ -32,26 +34,91 @@ pub fn draw(frame: &mut Frame, app: &App) {
         height: 1,
         ..area
     };
-    frame.render_widget(Line::from(tab_spans(app, tabs.width)), tabs);
-    if let Some(pane) = app.active_pane() {
-        draw_screen(pane.screen.screen(), panes, frame.buffer_mut());
+    let view = app.view();
+    if view.tabs {
+        frame.render_widget(Line::from(tab_spans(app, &view, tabs.width)), tabs);
+    }
+    // The view is laid out for the size the app was last told; a terminal that shrank
+    // since is clipped until its resize is read.
+    let above_notice = Rect {
+        height: area.height - 1,
+        ..area
+    };
+    for &(index, cell) in &view.cells {
+        let pane = &app.panes[index];
+        let header = cell.header.intersection(above_notice);
+        if !header.is_empty() {
+            let line = header_line(app, index, header.width);
+            frame.render_widget(line, header);
+        }
+        let screen_area = cell.screen.intersection(above_notice);
         let screen = pane.screen.screen();
-        if app.mode == Mode::Normal && pane.alive && !screen.hide_cursor() {
+        draw_screen(screen, screen_area, frame.buffer_mut());
+        if index == app.active && app.mode == Mode::Normal && pane.alive && !screen.hide_cursor() {
             let (row, col) = screen.cursor_position();
-            if row < panes.height && col < panes.width {
-                frame.set_cursor_position(Position::new(panes.x + col, panes.y + row));
+            if row < screen_area.height && col < screen_area.width {
+                frame.set_cursor_position(Position::new(screen_area.x + col, screen_area.y + row));
             }
         }
     }
+    draw_rules(&view, above_notice, frame.buffer_mut());
     frame.render_widget(notice_line(app, notice.width), notice);
     if app.mode == Mode::Help {
         draw_help(frame, app, panes);
     }
 }
 
+/// A cell's header: its pane's tab label (number, title, unread mark, recovery marker) on
+/// a rule; the pane in view reversed, an exited one dim.
+fn header_line(app: &App, index: usize, width: u16) -> Line<'static> {
+    let pane = &app.panes[index];
+    let marker = pane.marker();
+    let label = tab_label(
+        index + 1,
+        pane.shown_title(),
+        pane.unread,
+        marker.as_deref(),
+        usize::from(width).saturating_sub(3),
+    );
+    let label = truncate(&format!("─{}", padded_tab(&label)), usize::from(width));
+    let rule = "─".repeat(usize::from(width).saturating_sub(label.width()));
+    let mut style = Style::new();
+    if index == app.active {
+        style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+    } else if !pane.alive {
+        style = style.add_modifier(Modifier::DIM);
+    }
+    if pane.unread {
+        style = style.fg(Color::Yellow);
+    }
+    Line::from(vec![
+        Span::styled(label, style),
+        Span::styled(rule, Style::new().add_modifier(Modifier::DIM)),
+    ])
+}
+
+/// The one-column rules between cells side by side.
+fn draw_rules(view: &View, within: Rect, buffer: &mut Buffer) {
+    let cells: Vec<Cell> = view.cells.iter().map(|&(_, cell)| cell).collect();
+    for pair in cells.windows(2) {
+        let (left, right) = (outline(&pair[0]), outline(&pair[1]));
+        if left.y != right.y || left.right() >= right.x {
+            continue;
+        }
+        let x = left.right();
+        for y in left.y..left.bottom() {
+            if within.contains(Position::new(x, y)) {
+                buffer[(x, y)]
+                    .set_symbol(if y == left.y { "┬" } else { "│" })
+                    .set_style(Style::new().add_modifier(Modifier::DIM));
+            }
+        }
+    }
+}
+
 /// The tabs that fit `width` columns, the one in view always among them, with a dim count
-/// of the tabs hidden at either end.
-fn tab_spans(app: &App, width: u16) -> Vec<Span<'static>> {
+/// of the tabs hidden at either end; the tabs of the other panes shown are underlined.
+fn tab_spans(app: &App, view: &View, width: u16) -> Vec<Span<'static>> {
     let tabs: Vec<TabText> = app
         .panes
         .iter()
@@ -71,6 +138,9 @@ fn tab_spans(app: &App, width: u16) -> Vec<Span<'static>> {
             style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
         } else if !pane.alive {
             style = style.add_modifier(Modifier::DIM);
+        }
+        if index != app.active && view.cell_of(index).is_some() {
+            style = style.add_modifier(Modifier::UNDERLINED);
         }
         if pane.unread {
             style = style.fg(Color::Yellow);

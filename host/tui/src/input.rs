@@ -6,8 +6,9 @@ use nightcrow_config::LeaderKey;
 use nightcrow_hub::ClientRequest;
 
 use crate::Role;
-use crate::app::{App, Mode, Outcome};
+use crate::app::{App, Arrival, Mode, Outcome};
 use crate::keys::{Key, next_key};
+use crate::layout::Direction;
 
 impl App {
     /// Bytes typed by the person; returns the requests they make.
@@ -53,6 +54,7 @@ impl App {
             bytes = &bytes[used..];
             requests.extend(self.on_key(key));
         }
+        requests.extend(self.refit());
         requests
     }
 
@@ -87,7 +89,7 @@ impl App {
                 }
             }
             Mode::Scrollback(offset) => {
-                let page = usize::from(self.size.rows.saturating_sub(1)).max(1);
+                let page = usize::from(self.rows_in_view().saturating_sub(1)).max(1);
                 let offset = match key {
                     Key::Up | Key::Byte(b'k') => offset + 1,
                     Key::Down | Key::Byte(b'j') => offset.saturating_sub(1),
@@ -117,12 +119,28 @@ impl App {
 
     /// The key after the leader.
     fn on_command(&mut self, key: Key) -> Vec<ClientRequest> {
+        let direction = match key {
+            Key::Left | Key::Byte(b'h') => Some(Direction::Left),
+            Key::Right | Key::Byte(b'l') => Some(Direction::Right),
+            Key::Up | Key::Byte(b'k') => Some(Direction::Up),
+            Key::Down | Key::Byte(b'j') => Some(Direction::Down),
+            _ => None,
+        };
+        if let Some(direction) = direction {
+            self.focus_towards(direction);
+            return Vec::new();
+        }
         let Key::Byte(byte) = key else {
             return Vec::new();
         };
         let active = self.active_pane().map(|pane| pane.id);
         match (byte, active) {
-            (b'c', _) => return vec![self.create_request()],
+            (b'c', _) => return vec![self.create_request(Arrival::InView)],
+            (b's', _) => return self.split(),
+            (b'f', Some(_)) => self.toggle_zoom(),
+            (b'g', Some(_)) => self.toggle_grid(),
+            (b'u', Some(_)) => self.unsplit(),
+            (b'o', Some(_)) => self.focus_next_cell(),
             (b'n', Some(_)) => self.select((self.active + 1) % self.panes.len()),
             (b'p', Some(_)) => {
                 self.select((self.active + self.panes.len() - 1) % self.panes.len());
@@ -158,6 +176,14 @@ pub fn key_table(leader: LeaderKey, role: Role) -> Vec<(String, &'static str)> {
     let demo_ends = demo.then(|| ("q  Esc  Ctrl+C".to_owned(), leave));
     let table = [
         ("c", "new pane"),
+        ("s", "new pane beside this one (a split of up to 4)"),
+        (
+            "arrows  h j k l  o",
+            "move to the pane on that side / the next",
+        ),
+        ("f", "zoom: this pane alone, and back"),
+        ("g", "grid: every pane at once (up to 8), and back"),
+        ("u", "end the split (the panes stay as tabs)"),
         ("n  p", "next / previous pane"),
         ("1-8", "go to pane"),
         ("x", "close pane (asks first)"),
@@ -168,7 +194,7 @@ pub fn key_table(leader: LeaderKey, role: Role) -> Vec<(String, &'static str)> {
         ("?", "this help"),
     ]
     .into_iter()
-    .filter(|(key, _)| !demo || *key != "c")
+    .filter(|(key, _)| !demo || !["c", "s"].contains(key))
     .map(|(key, what)| (format!("{leader} {key}"), what));
     let leader_to_pane = (!demo).then(|| {
         (

@@ -10,6 +10,8 @@ pub enum Key {
     Escape,
     Up,
     Down,
+    Left,
+    Right,
     PageUp,
     PageDown,
     Home,
@@ -32,6 +34,8 @@ pub fn next_key(bytes: &[u8]) -> (Key, usize) {
             let key = match (&rest[..end], rest[end]) {
                 (b"", b'A') => Key::Up,
                 (b"", b'B') => Key::Down,
+                (b"", b'C') => Key::Right,
+                (b"", b'D') => Key::Left,
                 (b"", b'H') | (b"1" | b"7", b'~') => Key::Home,
                 (b"", b'F') | (b"4" | b"8", b'~') => Key::End,
                 (b"5", b'~') => Key::PageUp,
@@ -44,6 +48,8 @@ pub fn next_key(bytes: &[u8]) -> (Key, usize) {
             let key = match last {
                 b'A' => Key::Up,
                 b'B' => Key::Down,
+                b'C' => Key::Right,
+                b'D' => Key::Left,
                 b'H' => Key::Home,
                 b'F' => Key::End,
                 _ => Key::Other,
@@ -78,6 +84,7 @@ mod tests {
         check(b"\x06\x06", &[Key::Byte(6), Key::Byte(6)]);
         check(b"\x1b[5~\x1b[6~", &[Key::PageUp, Key::PageDown]);
         check(b"\x1b[A\x1bOB", &[Key::Up, Key::Down]);
+        check(b"\x1b[C\x1bOD", &[Key::Right, Key::Left]);
         check(b"\x1b[H\x1b[4~", &[Key::Home, Key::End]);
         check(b"\x1b", &[Key::Escape]);
         check(b"\x1b[1;5Aq", &[Key::Other, Key::Byte(b'q')]);

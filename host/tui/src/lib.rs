@@ -20,6 +20,7 @@ mod draw;
 pub mod format;
 mod input;
 mod keys;
+mod layout;
 pub mod notify;
 mod terminal;
 
