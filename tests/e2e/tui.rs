@@ -970,3 +970,58 @@ fn emoji_clusters_leave_nothing_stray_and_the_text_after_them_where_tmux_puts_it
     );
     assert!(pane.lines().any(|line| line == "after-2"), "{cleared}");
 }
+
+/// The split, zoom and grid as a person sees them at 100×30: each pane's program is told
+/// the size of its cell (its screen under a header row, a rule between cells side by side).
+#[test]
+fn a_split_zoom_and_grid_show_panes_each_at_the_size_of_its_cell() {
+    let Some(tui) = Tui::attach_shell() else {
+        return;
+    };
+    let size = "echo size-$(stty size | tr ' ' x)";
+    tui.leader("s");
+    tui.wait_for("two cells", |screen| {
+        screen
+            .lines()
+            .nth(1)
+            .is_some_and(|line| line.starts_with("─ 1:shell ") && line.contains("┬─ 2:shell "))
+    });
+    tui.type_line(size);
+    let split = tui.wait_for_text("size-27x50");
+    // The new pane's output is right of the rule, in its own cell.
+    let line = split
+        .lines()
+        .find(|line| line.contains("size-27x50"))
+        .unwrap();
+    assert_eq!(
+        line.find('│').map(|at| line[..at].chars().count()),
+        Some(49),
+        "{split}"
+    );
+
+    tui.leader("h");
+    tui.type_line(size);
+    let left = tui.wait_for_text("size-27x49");
+    let line = left
+        .lines()
+        .find(|line| line.contains("size-27x49"))
+        .unwrap();
+    assert!(line.starts_with("size-27x49"), "left of the rule:\n{left}");
+
+    tui.leader("f");
+    tui.wait_for("the pane alone", |screen| {
+        !screen.contains("┬") && screen.contains("zoomed")
+    });
+    tui.type_line(&format!("clear; {size}"));
+    tui.wait_for_text("size-28x100");
+    tui.leader("f");
+    tui.wait_for("the split again", |screen| screen.contains("┬─ 2:shell "));
+
+    tui.leader("g");
+    let grid = tui.wait_for("the grid without a tab row", |screen| {
+        screen.starts_with("─ 1:shell ")
+    });
+    assert!(!grid.contains(" 1:shell │ 2:shell │"), "{grid}");
+    tui.type_line(&format!("clear; {size}"));
+    tui.wait_for_text("size-28x49");
+}
