@@ -4,34 +4,34 @@
 use std::path::{Path, PathBuf};
 
 use nightcrow_config::TuiConfig;
-use nightcrow_daemon::Home;
-use nightcrow_daemon::client::{ClientError, Connection};
+use nightcrow_daemon::client::Connection;
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_tui::{Attachment, FirstPane, Options, Outcome, Role};
 
-use crate::Failure;
+use crate::daemon::open_repo;
+use crate::{Failure, Settings};
 
 /// `tui` is the client's part of the config, or why the config does not load: then a
 /// running daemon is attached to with the default client settings after a warning, and
 /// none is started.
 pub fn run(
-    home: &Home,
+    settings: &Settings,
     dir: Option<&Path>,
-    config: Option<&Path>,
     tui: Result<TuiConfig, Failure>,
 ) -> Result<(), Failure> {
-    let other = |message: String| Failure::Other(message);
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        return Err(other(
+        return Err(Failure::from(
             "attach needs a terminal: stdout is not one".to_owned(),
         ));
     }
+    let home = &settings.home;
     let repo = repository_root(&start_dir(dir)?);
     let tokio = crate::daemon::tokio()?;
     let running = tokio.block_on(Connection::open(home)).is_ok();
     let tui = match tui {
         Ok(tui) => tui,
-        Err(Failure::Config(problems) | Failure::Other(problems)) if running => {
+        Err(failure) if running => {
+            let problems = failure.message();
             // Printed before the TUI takes the screen, so it is there again after it.
             eprintln!(
                 "warning: {problems}\nattaching with the default client settings; \
@@ -42,27 +42,13 @@ pub fn run(
         Err(failure) => return Err(failure),
     };
     if !running {
-        crate::daemon::background(home, config, false)?;
+        crate::daemon::background(settings)?;
     }
-    let failure = |error: ClientError| other(error.to_string());
-    let out_of_turn =
-        |answer: &DaemonAnswer| other(format!("the daemon answered out of turn: {answer:?}"));
     let (root, hub_was_empty, (frames, requests)) = tokio.block_on(async {
-        let mut connection = Connection::open(home).await.map_err(failure)?;
-        let root = match connection
-            .ask(&DaemonRequest::Open { dir: repo })
-            .await
-            .map_err(failure)?
-        {
-            DaemonAnswer::Opened { repo } => repo,
-            other => return Err(out_of_turn(&other)),
-        };
-        let DaemonAnswer::Status(status) = connection
-            .ask(&DaemonRequest::Status)
-            .await
-            .map_err(failure)?
-        else {
-            return Err(other(
+        let mut connection = Connection::open(home).await?;
+        let root = open_repo(&mut connection, repo).await?;
+        let DaemonAnswer::Status(status) = connection.ask(&DaemonRequest::Status).await? else {
+            return Err(Failure::from(
                 "the daemon did not answer `status` with a status".to_owned(),
             ));
         };
@@ -71,7 +57,7 @@ pub fn run(
             .iter()
             .filter(|entry| entry.repo == root)
             .all(|entry| entry.panes.is_empty() && entry.holds.is_empty());
-        let attached = connection.attach(&root).await.map_err(failure)?;
+        let attached = connection.attach(&root).await?;
         Ok::<_, Failure>((root, empty, attached))
     })?;
     let options = Options {
@@ -83,10 +69,11 @@ pub fn run(
         },
         role: Role::Attached,
         notify: tui.notify,
+        mouse: tui.mouse,
     };
     let outcome = tokio
         .block_on(nightcrow_tui::run(Attachment { frames, requests }, options))
-        .map_err(|e| other(format!("the terminal: {e}")))?;
+        .map_err(|e| format!("the terminal: {e}"))?;
     tokio.shutdown_background();
     match outcome {
         Outcome::Detached => {
@@ -100,10 +87,10 @@ pub fn run(
             outln!("every pane of {} has ended", root.display());
             Ok(())
         }
-        Outcome::Closed => Err(other(
+        Outcome::Closed => Err(Failure::from(
             "the daemon closed the connection (it stopped, or its hub did)".to_owned(),
         )),
-        Outcome::Signalled => Err(other(
+        Outcome::Signalled => Err(Failure::from(
             "stopped by a signal; the panes keep running".to_owned(),
         )),
     }
@@ -111,11 +98,11 @@ pub fn run(
 
 /// `dir` made absolute, or the current directory.
 pub(crate) fn start_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
-    let other = |message: String| Failure::Other(message);
-    match dir {
-        Some(dir) => std::path::absolute(dir).map_err(|e| other(format!("{}: {e}", dir.display()))),
-        None => std::env::current_dir().map_err(|e| other(format!("the current directory: {e}"))),
-    }
+    let path = match dir {
+        Some(dir) => std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display())),
+        None => std::env::current_dir().map_err(|e| format!("the current directory: {e}")),
+    };
+    Ok(path?)
 }
 
 /// The repository `dir` is in: the nearest folder up from it holding `.git` (a folder, or

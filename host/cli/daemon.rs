@@ -13,7 +13,7 @@ use nightcrow_guard::escape_controls;
 use nightcrow_plugin_host::{PluginRuntime, RuntimeConfig};
 use nightcrow_tui::format;
 
-use crate::Failure;
+use crate::{Failure, LogFormat, Settings};
 
 /// How long `-d` and `stop` wait for the daemon to come up or go away.
 const PATIENCE: Duration = Duration::from_secs(15);
@@ -22,17 +22,22 @@ pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::Other(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| Failure::from(format!("cannot start the async runtime: {e}")))
 }
 
 /// Runs the daemon in this process until Ctrl-C, SIGTERM or `nightcrow stop`.
-pub fn foreground(home: &Home, source: ConfigSource) -> Result<(), Failure> {
+pub fn foreground(settings: &Settings) -> Result<(), Failure> {
+    let source = ConfigSource {
+        path: settings.config.clone(),
+        user_home: settings.user_home.clone(),
+    };
     let config = source.load().map_err(Failure::Config)?;
     let tokio = tokio()?;
+    let home = &settings.home;
     let result = tokio.block_on(async {
-        let claim = Claim::take(home).map_err(|e| Failure::Other(e.to_string()))?;
-        let runtime = PluginRuntime::new(RuntimeConfig::user_default())
-            .map_err(|e| Failure::Other(e.to_string()))?;
+        let claim = Claim::take(home).map_err(|e| e.to_string())?;
+        let runtime =
+            PluginRuntime::new(RuntimeConfig::user_default()).map_err(|e| e.to_string())?;
         Daemon::new(home.clone(), source, config, runtime)
             .serve(claim, interrupted())
             .await;
@@ -65,31 +70,51 @@ async fn interrupted() {
     }
 }
 
+/// Starts a daemon in the background unless one answers already.
+pub(crate) fn ensure_running(
+    settings: &Settings,
+    tokio: &tokio::runtime::Runtime,
+) -> Result<(), Failure> {
+    if tokio.block_on(Connection::open(&settings.home)).is_err() {
+        background(settings)?;
+    }
+    Ok(())
+}
+
+/// Opens the repository `dir` is in (the daemon finds its root); returns the root.
+pub(crate) async fn open_repo(
+    connection: &mut Connection,
+    dir: PathBuf,
+) -> Result<PathBuf, Failure> {
+    match connection.ask(&DaemonRequest::Open { dir }).await? {
+        DaemonAnswer::Opened { repo } => Ok(repo),
+        other => Err(unexpected(&other)),
+    }
+}
+
 /// Starts the daemon as a background process logging to `daemon.log` and waits until it
 /// answers.
-pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<(), Failure> {
-    let other = |message: String| Failure::Other(message);
-    home.ensure_private().map_err(other)?;
+pub fn background(settings: &Settings) -> Result<(), Failure> {
+    let home = &settings.home;
+    home.ensure_private()?;
     // A second daemon would give up at once: say which one runs instead.
     if Claim::is_held(home) {
         return Err(already_running(home, running_pid(home)?));
     }
     let log_path = home.log();
-    let log = nightcrow_daemon::open_private_file(&log_path)
-        .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
-    let err_log = log
-        .try_clone()
-        .map_err(|e| other(format!("{}: {e}", log_path.display())))?;
-    let exe = std::env::current_exe().map_err(|e| other(format!("cannot find myself: {e}")))?;
+    let cannot_open = |e: std::io::Error| format!("{}: {e}", log_path.display());
+    let log = nightcrow_daemon::open_private_file(&log_path).map_err(cannot_open)?;
+    let err_log = log.try_clone().map_err(cannot_open)?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let mut command = std::process::Command::new(exe);
     command
         .env("NIGHTCROW_HOME", home.root())
         .arg("--log-file")
         .arg(&log_path);
-    if let Some(config) = config {
+    if let Some(config) = &settings.explicit_config {
         command.arg("--config").arg(config);
     }
-    if json_logs {
+    if settings.log_format == LogFormat::Json {
         command.args(["--log-format", "json"]);
     }
     command
@@ -104,7 +129,7 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
     std::os::windows::process::CommandExt::creation_flags(&mut command, 0x0000_0008);
     let mut child = command
         .spawn()
-        .map_err(|e| other(format!("cannot start the daemon: {e}")))?;
+        .map_err(|e| format!("cannot start the daemon: {e}"))?;
     let tokio = tokio()?;
     let started = std::time::Instant::now();
     loop {
@@ -122,13 +147,13 @@ pub fn background(home: &Home, config: Option<&Path>, json_logs: bool) -> Result
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(other(format!(
+            return Err(Failure::from(format!(
                 "the daemon exited ({status}); see {}",
                 log_path.display()
             )));
         }
         if started.elapsed() > PATIENCE {
-            return Err(other(format!(
+            return Err(Failure::from(format!(
                 "the daemon did not answer within {PATIENCE:?}; see {}",
                 log_path.display()
             )));
@@ -156,14 +181,7 @@ fn already_running(home: &Home, pid: u32) -> Failure {
 
 /// One request to the running daemon and its answer.
 fn ask(home: &Home, request: &DaemonRequest) -> Result<DaemonAnswer, Failure> {
-    tokio()?.block_on(async {
-        let mut connection = Connection::open(home).await.map_err(client_failure)?;
-        connection.ask(request).await.map_err(client_failure)
-    })
-}
-
-fn client_failure(error: ClientError) -> Failure {
-    Failure::Other(error.to_string())
+    tokio()?.block_on(async { Ok(Connection::open(home).await?.ask(request).await?) })
 }
 
 /// An answer of another kind than the request calls for.
@@ -189,11 +207,12 @@ pub fn stop(home: &Home) -> Result<(), Failure> {
 
 /// `stop` (if a daemon runs), then `-d`: the new daemon takes every repository back from
 /// the state journal. Says what came back.
-pub fn restart(home: &Home, config: Option<&Path>, json_logs: bool) -> Result<(), Failure> {
+pub fn restart(settings: &Settings) -> Result<(), Failure> {
+    let home = &settings.home;
     if Claim::is_held(home) {
         stop(home)?;
     }
-    background(home, config, json_logs)?;
+    background(settings)?;
     let answer = ask(home, &DaemonRequest::Status)?;
     let DaemonAnswer::Status(status) = answer else {
         return Err(unexpected(&answer));
@@ -214,18 +233,16 @@ fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
 }
 
 pub fn open(home: &Home, dir: &Path) -> Result<(), Failure> {
-    let dir =
-        std::path::absolute(dir).map_err(|e| Failure::Other(format!("{}: {e}", dir.display())))?;
-    match ask(home, &DaemonRequest::Open { dir })? {
-        DaemonAnswer::Opened { repo } => outln!("opened {}", repo.display()),
-        other => return Err(unexpected(&other)),
-    }
+    let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let repo =
+        tokio()?.block_on(async { open_repo(&mut Connection::open(home).await?, dir).await })?;
+    outln!("opened {}", repo.display());
     Ok(())
 }
 
 pub fn reload(home: &Home) -> Result<(), Failure> {
     let answer = tokio()?.block_on(async {
-        let mut connection = Connection::open(home).await.map_err(client_failure)?;
+        let mut connection = Connection::open(home).await?;
         connection
             .ask(&DaemonRequest::Reload)
             .await
@@ -234,7 +251,7 @@ pub fn reload(home: &Home) -> Result<(), Failure> {
                 ClientError::Refused(message) => Failure::Config(format!(
                     "{message}\nnothing was changed: the running config stays in force"
                 )),
-                other => client_failure(other),
+                other => Failure::from(other),
             })
     })?;
     let DaemonAnswer::Reloaded { repos } = answer else {
@@ -348,12 +365,4 @@ pub fn status(home: &Home) -> Result<(), Failure> {
         }
     }
     Ok(())
-}
-
-/// The file the daemon reads its config from.
-pub fn config_source(config: PathBuf) -> Result<ConfigSource, Failure> {
-    Ok(ConfigSource {
-        path: config,
-        user_home: crate::user_home()?,
-    })
 }

@@ -30,25 +30,22 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(180);
 const LINGER: Duration = Duration::from_secs(4);
 
 pub fn run(tui: bool) -> Result<(), Failure> {
-    let other = |message: String| Failure::Other(message);
     if cfg!(windows) {
-        return Err(other(
-            "the demo's Codex stand-in is a POSIX shell script; run it on Linux or macOS".into(),
+        return Err(Failure::from(
+            "the demo's Codex stand-in is a POSIX shell script; run it on Linux or macOS"
+                .to_owned(),
         ));
     }
     let scratch = tempfile::Builder::new()
         .prefix("nightcrow-demo-")
         .tempdir()
-        .map_err(|e| other(format!("cannot create a temp directory: {e}")))?;
-    let layout = Layout::create(scratch.path()).map_err(|e| other(e.to_string()))?;
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| other(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| format!("cannot create a temp directory: {e}"))?;
+    let layout = Layout::create(scratch.path()).map_err(|e| e.to_string())?;
+    let tokio = crate::daemon::tokio()?;
     let result = tokio.block_on(layout.watch(tui));
     tokio.shutdown_background();
     // After the TUI has given the terminal back, or as the transcript's last line.
-    outln!("{}", result.map_err(other)?);
+    outln!("{}", result?);
     Ok(())
 }
 
@@ -188,6 +185,7 @@ async fn in_tui(
         first_pane: nightcrow_tui::FirstPane::Existing,
         role: nightcrow_tui::Role::Demo,
         notify: nightcrow_config::TuiNotify::default(),
+        mouse: true,
     };
     let ended = nightcrow_tui::run(nightcrow_tui::Attachment { frames, requests }, options)
         .await

@@ -55,7 +55,7 @@ struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum LogFormat {
+pub(crate) enum LogFormat {
     /// Human-readable lines.
     Text,
     /// One JSON object per line.
@@ -138,13 +138,91 @@ enum Failure {
     Other(String),
 }
 
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Other(message)
+    }
+}
+
+impl From<nightcrow_daemon::client::ClientError> for Failure {
+    fn from(error: nightcrow_daemon::client::ClientError) -> Failure {
+        Failure::Other(error.to_string())
+    }
+}
+
+impl Failure {
+    fn message(self) -> String {
+        match self {
+            Failure::Config(message) | Failure::Other(message) => message,
+        }
+    }
+}
+
+/// Where a command's files are, resolved once before it runs.
+pub(crate) struct Settings {
+    pub home: Home,
+    /// The config file: `--config` (made absolute, so that a daemon started from here reads
+    /// the same file from any folder), else the home's `config.toml`.
+    pub config: PathBuf,
+    /// `--config` as given to this command, made absolute: what a daemon started from here
+    /// is told.
+    pub explicit_config: Option<PathBuf>,
+    /// The user's home folder, which `~` in the config means.
+    pub user_home: PathBuf,
+    pub log_format: LogFormat,
+}
+
+impl Settings {
+    fn resolve(cli: &Cli) -> Result<Settings, Failure> {
+        let missing = || "cannot find your home directory; set NIGHTCROW_HOME".to_owned();
+        let home = Home::from_env().ok_or_else(missing)?;
+        let user_home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+            .map(PathBuf::from)
+            .ok_or_else(missing)?;
+        let explicit_config = (cli.config.as_deref())
+            .map(|path| std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display())))
+            .transpose()?;
+        Ok(Settings {
+            config: explicit_config.clone().unwrap_or_else(|| home.config()),
+            home,
+            explicit_config,
+            user_home,
+            log_format: cli.log_format,
+        })
+    }
+
+    /// The config if its file exists (a missing one is not an error here); every problem
+    /// in it, with file, line and column, if it does not load.
+    pub fn load_config(&self) -> Result<Option<nightcrow_config::Config>, Failure> {
+        if !self.config.exists() {
+            return Ok(None);
+        }
+        nightcrow_daemon::check_config_file(&self.config).map_err(Failure::Config)?;
+        nightcrow_config::load(&self.config, &self.user_home)
+            .map(Some)
+            .map_err(|errors| Failure::Config(errors.to_string()))
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Some(Action::Init { force }) => home().and_then(|home| {
-            let path = config_path(cli.config.as_deref())?;
-            init(&home, &path, force).map_err(Failure::Other)
-        }),
+    let result = Settings::resolve(&cli).and_then(|settings| run(cli, &settings));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Other(message)) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli, settings: &Settings) -> Result<(), Failure> {
+    match cli.command {
+        Some(Action::Init { force }) => Ok(init(settings, force)?),
         Some(Action::Demo { plain }) => {
             let tui = !plain && std::io::IsTerminal::is_terminal(&std::io::stdout());
             if tui {
@@ -155,15 +233,13 @@ fn main() -> ExitCode {
             }
             demo::run(tui)
         }
-        Some(Action::Attach { dir }) => home().and_then(|home| {
+        Some(Action::Attach { dir }) => {
             // A running daemon has its config already: a broken file only costs this
             // client its own settings (attach::run refuses it if a daemon must start).
-            let tui = load_config(cli.config.as_deref())
+            let tui = (settings.load_config())
                 .map(|config| config.map(|config| config.tui).unwrap_or_default());
-            let config = cli.config.as_deref().map(std::path::absolute).transpose();
-            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
-            attach::run(&home, dir.as_deref(), config.as_deref(), tui)
-        }),
+            attach::run(settings, dir.as_deref(), tui)
+        }
         Some(Action::Plugin(action)) => {
             // `plugin test`'s report says how the plugin ran; a log line beside it would only
             // repeat it. A plugin's stderr is a warning, so it still shows.
@@ -172,57 +248,34 @@ fn main() -> ExitCode {
                 _ => "info",
             };
             install_logging(cli.log_format, level, None);
-            load_config(cli.config.as_deref()).and_then(|config| {
-                let home = home()?;
-                plugin::run(action, config.as_ref(), &home).map_err(Failure::Other)
-            })
+            let config = settings.load_config()?;
+            Ok(plugin::run(action, config.as_ref(), &settings.home)?)
         }
         Some(Action::Web {
             action: Some(WebAction::Passwd),
             ..
-        }) => home().and_then(|home| {
-            let path = config_path(cli.config.as_deref())?;
-            web::passwd(&home, &path, &user_home()?)
-        }),
-        Some(Action::Web { action: None, dir }) => home().and_then(|home| {
-            load_config(cli.config.as_deref())?;
-            let config = cli.config.as_deref().map(std::path::absolute).transpose();
-            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
-            web::run(&home, dir.as_deref(), config.as_deref())
-        }),
-        Some(Action::Open { dir }) => home().and_then(|home| daemon::open(&home, &dir)),
-        Some(Action::Status) => home().and_then(|home| daemon::status(&home)),
-        Some(Action::Reload) => home().and_then(|home| daemon::reload(&home)),
-        Some(Action::Stop) => home().and_then(|home| daemon::stop(&home)),
-        Some(Action::Restart) => home().and_then(|home| {
-            // The new daemon must be able to start before the old one is stopped.
-            load_config(cli.config.as_deref())?;
-            let config = cli.config.as_deref().map(std::path::absolute).transpose();
-            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
-            daemon::restart(&home, config.as_deref(), cli.log_format == LogFormat::Json)
-        }),
-        None if cli.detach => home().and_then(|home| {
-            // The child reads the file itself; checking it here gives the error at once.
-            load_config(cli.config.as_deref())?;
-            let config = cli.config.as_deref().map(std::path::absolute).transpose();
-            let config = config.map_err(|e| Failure::Other(e.to_string()))?;
-            daemon::background(&home, config.as_deref(), cli.log_format == LogFormat::Json)
-        }),
-        None => home().and_then(|home| {
-            install_logging(cli.log_format, "info", cli.log_file.as_deref());
-            let source = daemon::config_source(config_path(cli.config.as_deref())?)?;
-            daemon::foreground(&home, source)
-        }),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Config(message)) => {
-            eprintln!("{message}");
-            ExitCode::from(2)
+        }) => web::passwd(settings),
+        Some(Action::Web { action: None, dir }) => {
+            settings.load_config()?;
+            web::run(settings, dir.as_deref())
         }
-        Err(Failure::Other(message)) => {
-            eprintln!("{message}");
-            ExitCode::FAILURE
+        Some(Action::Open { dir }) => daemon::open(&settings.home, &dir),
+        Some(Action::Status) => daemon::status(&settings.home),
+        Some(Action::Reload) => daemon::reload(&settings.home),
+        Some(Action::Stop) => daemon::stop(&settings.home),
+        Some(Action::Restart) => {
+            // The new daemon must be able to start before the old one is stopped.
+            settings.load_config()?;
+            daemon::restart(settings)
+        }
+        None if cli.detach => {
+            // The child reads the file itself; checking it here gives the error at once.
+            settings.load_config()?;
+            daemon::background(settings)
+        }
+        None => {
+            install_logging(cli.log_format, "info", cli.log_file.as_deref());
+            daemon::foreground(settings)
         }
     }
 }
@@ -283,54 +336,16 @@ fn install_logging(format: LogFormat, level: &str, file: Option<&Path>) {
     }
 }
 
-/// The config if its file exists (a missing one is not an error here); every problem in
-/// it, with file, line and column, if it does not load.
-fn load_config(explicit: Option<&Path>) -> Result<Option<nightcrow_config::Config>, Failure> {
-    let path = config_path(explicit)?;
-    if !path.exists() {
-        return Ok(None);
-    }
-    nightcrow_daemon::check_config_file(&path).map_err(Failure::Config)?;
-    nightcrow_config::load(&path, &user_home()?)
-        .map(Some)
-        .map_err(|errors| Failure::Config(errors.to_string()))
-}
-
-fn home() -> Result<Home, Failure> {
-    Home::from_env().ok_or_else(|| {
-        Failure::Other("cannot find your home directory; set NIGHTCROW_HOME".to_owned())
-    })
-}
-
-fn user_home() -> Result<PathBuf, Failure> {
-    std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
-        .map(PathBuf::from)
-        .ok_or_else(|| {
-            Failure::Other("cannot find your home directory; set NIGHTCROW_HOME".to_owned())
-        })
-}
-
-/// `--config`, else `$NIGHTCROW_HOME/config.toml`, else `~/.nightcrow/config.toml`.
-fn config_path(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
-    match explicit {
-        Some(path) => Ok(path.to_owned()),
-        None => Ok(home()?.config()),
-    }
-}
-
-fn init(home: &Home, path: &Path, force: bool) -> Result<(), String> {
+fn init(settings: &Settings, force: bool) -> Result<(), String> {
+    let path = &settings.config;
     if path.exists() && !force {
         return Err(format!(
             "{} already exists; pass --force to replace it",
             path.display()
         ));
     }
-    create_config_folder(home, path).map_err(|failure| match failure {
-        Failure::Config(message) | Failure::Other(message) => message,
-    })?;
-    write_atomically(path, nightcrow_config::STARTER_CONFIG).map_err(|failure| match failure {
-        Failure::Config(message) | Failure::Other(message) => message,
-    })?;
+    create_config_folder(&settings.home, path).map_err(Failure::message)?;
+    write_atomically(path, nightcrow_config::STARTER_CONFIG).map_err(Failure::message)?;
     outln!("wrote {}", path.display());
     Ok(())
 }
@@ -342,15 +357,15 @@ fn create_config_folder(home: &Home, config: &Path) -> Result<(), Failure> {
         return Ok(());
     };
     if folder == home.root() {
-        return home.ensure_private().map_err(Failure::Other);
+        return Ok(home.ensure_private()?);
     }
     std::fs::create_dir_all(folder)
-        .map_err(|e| Failure::Other(format!("cannot create {}: {e}", folder.display())))
+        .map_err(|e| Failure::from(format!("cannot create {}: {e}", folder.display())))
 }
 
 /// Writes the config file whole or not at all, readable by this user alone (it may hold
 /// the web password hash).
 fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
     nightcrow_daemon::write_atomically(path, text.as_bytes())
-        .map_err(|e| Failure::Other(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| Failure::from(format!("cannot write {}: {e}", path.display())))
 }

@@ -5,36 +5,26 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 
-use nightcrow_daemon::Home;
 use nightcrow_daemon::client::Connection;
 use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 
-use crate::Failure;
+use crate::daemon::{ensure_running, open_repo};
+use crate::{Failure, Settings};
 
 /// Starts (or finds) the web client and prints where its page is.
-pub fn run(home: &Home, dir: Option<&Path>, config: Option<&Path>) -> Result<(), Failure> {
-    let other = |message: String| Failure::Other(message);
+pub fn run(settings: &Settings, dir: Option<&Path>) -> Result<(), Failure> {
     let repo = crate::attach::repository_root(&crate::attach::start_dir(dir)?);
     let tokio = crate::daemon::tokio()?;
-    if tokio.block_on(Connection::open(home)).is_err() {
-        crate::daemon::background(home, config, false)?;
-    }
+    ensure_running(settings, &tokio)?;
     let url = tokio.block_on(async {
-        let mut connection = Connection::open(home)
-            .await
-            .map_err(|e| other(e.to_string()))?;
-        let repo = match connection.ask(&DaemonRequest::Open { dir: repo }).await {
-            Ok(DaemonAnswer::Opened { repo }) => repo,
-            Ok(answer) => return Err(other(format!("the daemon answered {answer:?}"))),
-            Err(error) => return Err(other(error.to_string())),
-        };
+        let mut connection = Connection::open(&settings.home).await?;
+        let repo = open_repo(&mut connection, repo).await?;
         match connection
             .ask(&DaemonRequest::Web { repo: Some(repo) })
-            .await
+            .await?
         {
-            Ok(DaemonAnswer::Web { url }) => Ok(url),
-            Ok(answer) => Err(other(format!("the daemon answered {answer:?}"))),
-            Err(error) => Err(other(error.to_string())),
+            DaemonAnswer::Web { url } => Ok(url),
+            answer => Err(Failure::from(format!("the daemon answered {answer:?}"))),
         }
     })?;
     outln!("nightcrow web client: {url}");
@@ -45,17 +35,17 @@ pub fn run(home: &Home, dir: Option<&Path>, config: Option<&Path>) -> Result<(),
 /// Asks for a new password (twice, unechoed, at a terminal; one line from stdin
 /// otherwise), writes its hash into `[web] password_hash` of `config`, and has a running
 /// daemon take it at once.
-pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failure> {
-    let other = |message: String| Failure::Other(message);
+pub fn passwd(settings: &Settings) -> Result<(), Failure> {
+    let (home, config) = (&settings.home, settings.config.as_path());
     let hash = if std::io::stdin().is_terminal() {
         let first = rpassword::prompt_password("New web client password: ")
-            .map_err(|e| other(format!("reading the password: {e}")))?;
+            .map_err(|e| format!("reading the password: {e}"))?;
         // Hashing checks it: one that would be refused is, before it is asked for again.
-        let hash = nightcrow_web::auth::hash_password(&first).map_err(other)?;
+        let hash = nightcrow_web::auth::hash_password(&first)?;
         let again = rpassword::prompt_password("Again: ")
-            .map_err(|e| other(format!("reading the password: {e}")))?;
+            .map_err(|e| format!("reading the password: {e}"))?;
         if first != again {
-            return Err(other(
+            return Err(Failure::from(
                 "the two passwords differ; nothing was changed".to_owned(),
             ));
         }
@@ -65,20 +55,20 @@ pub fn passwd(home: &Home, config: &Path, user_home: &Path) -> Result<(), Failur
         std::io::stdin()
             .lock()
             .read_line(&mut line)
-            .map_err(|e| other(format!("reading the password from stdin: {e}")))?;
-        nightcrow_web::auth::hash_password(line.trim_end_matches(['\r', '\n'])).map_err(other)?
+            .map_err(|e| format!("reading the password from stdin: {e}"))?;
+        nightcrow_web::auth::hash_password(line.trim_end_matches(['\r', '\n']))?
     };
     crate::create_config_folder(home, config)?;
     nightcrow_daemon::check_config_file(config).map_err(Failure::Config)?;
     let text = match std::fs::read_to_string(config) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(other(format!("{}: {error}", config.display()))),
+        Err(error) => return Err(Failure::from(format!("{}: {error}", config.display()))),
     };
     let updated = with_password_hash(&text, &hash)
         .map_err(|e| Failure::Config(format!("{}: {e}", config.display())))?;
     // The whole file must still be a valid config before it replaces the old one.
-    nightcrow_config::parse(config, &updated, user_home)
+    nightcrow_config::parse(config, &updated, &settings.user_home)
         .map_err(|errors| Failure::Config(errors.to_string()))?;
     crate::write_atomically(config, &updated)?;
     outln!("web client password set in {}", config.display());
