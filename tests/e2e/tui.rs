@@ -1025,3 +1025,74 @@ fn a_split_zoom_and_grid_show_panes_each_at_the_size_of_its_cell() {
     tui.type_line(&format!("clear; {size}"));
     tui.wait_for_text("size-28x49");
 }
+
+impl Tui {
+    /// Bytes as the outer terminal would send them (`send-keys -H`: each byte as it is,
+    /// where `send-keys` would name keys), e.g. an SGR mouse report.
+    fn raw(&self, bytes: &str) {
+        let hex: Vec<String> = bytes.bytes().map(|b| format!("{b:02x}")).collect();
+        let status = self
+            .tmux()
+            .args(["send-keys", "-H"])
+            .args(&hex)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn the_mouse_picks_tabs_and_cells_scrolls_history_and_reaches_a_program_that_asks() {
+    let Some(tui) = Tui::attach_shell() else {
+        return;
+    };
+    tui.type_line("seq 1 100");
+    tui.wait_for("the numbers", |screen| screen.lines().any(|l| l == "100"));
+    tui.leader("c");
+    tui.wait_for("a second tab in view", |screen| {
+        screen.starts_with(" 1:shell │ 2:shell │") && !screen.lines().any(|l| l == "100")
+    });
+    // A click on tab 1 (columns 1-10) brings it back.
+    tui.raw("\x1b[<0;3;1M\x1b[<0;3;1m");
+    tui.wait_for("tab 1 in view again", |screen| {
+        screen.lines().any(|l| l == "100")
+    });
+
+    // Four notches up: twelve lines of history, and scrollback mode says so.
+    let last_line = |screen: &str| screen.lines().last().unwrap_or_default().to_owned();
+    assert!(!tui.screen().lines().any(|l| l == "65"));
+    for _ in 0..4 {
+        tui.raw("\x1b[<64;10;10M");
+    }
+    let scrolled = tui.wait_for("older lines", |screen| {
+        screen.lines().any(|l| l == "65") && last_line(screen).contains("scrollback")
+    });
+    assert!(!scrolled.lines().any(|l| l == "100"), "{scrolled}");
+    for _ in 0..4 {
+        tui.raw("\x1b[<65;10;10M");
+    }
+    tui.wait_for("the live screen", |screen| {
+        screen.lines().any(|l| l == "100") && !last_line(screen).contains("scrollback")
+    });
+
+    // A split: tab 1 left (49 columns), a new pane right of the rule from column 51.
+    tui.leader("s");
+    tui.wait_for("two cells", |screen| screen.contains("┬─ 3:shell "));
+    tui.type_line("printf '\\033[?1000h\\033[?1006h'; echo mouse-$((1+1)); cat -v");
+    tui.wait_for_text("mouse-2");
+    // Column 60, row 8 of the terminal: column 10, row 6 of that pane's screen (the tab
+    // row and its header above it).
+    tui.raw("\x1b[<0;60;8M\x1b[<0;60;8m");
+    tui.wait_for_text("^[[<0;10;6M^[[<0;10;6m");
+    // A click on the left cell takes the focus there and is not sent.
+    tui.raw("\x1b[<0;10;10M\x1b[<0;10;10m");
+    tui.type_line("echo left-$((2+2))");
+    let screen = tui.wait_for("typing in the left cell", |screen| {
+        screen.lines().any(|l| l.starts_with("left-4 "))
+    });
+    assert_eq!(
+        screen.matches("^[[<").count(),
+        2,
+        "only the first click reached the program:\n{screen}"
+    );
+}

@@ -55,6 +55,7 @@ pub(crate) struct RawWeb {
 pub(crate) struct RawTui {
     pub leader: Option<Spanned<String>>,
     pub notify: Option<Spanned<String>>,
+    pub mouse: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

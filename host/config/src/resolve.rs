@@ -289,10 +289,23 @@ fn resolve_web(raw: RawWeb, problems: &mut Problems) -> WebConfig {
 }
 
 /// `[tui]`: the terminal client's settings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TuiConfig {
     pub leader: LeaderKey,
     pub notify: TuiNotify,
+    /// `[tui] mouse`: the TUI reads the mouse (tabs, cells, wheel, programs' mouse
+    /// reports); off, the outer terminal keeps it and programs' reports are mirrored.
+    pub mouse: bool,
+}
+
+impl Default for TuiConfig {
+    fn default() -> TuiConfig {
+        TuiConfig {
+            leader: LeaderKey::default(),
+            notify: TuiNotify::default(),
+            mouse: true,
+        }
+    }
 }
 
 /// `[tui] notify`: how the terminal client raises a desktop notification through the
@@ -491,6 +504,7 @@ pub(crate) fn resolve(raw: RawConfig, home: &Path) -> Result<Config, Problems> {
                 TuiNotify::default()
             }),
         },
+        mouse: raw.tui.mouse.unwrap_or(true),
     };
     let notify_hooks = resolve_notify(raw.notify, home, &mut problems);
     if !problems.is_empty() {

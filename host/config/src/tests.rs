@@ -509,3 +509,14 @@ fn the_starter_notify_example_is_valid_once_uncommented() {
     let hook = &config.notify_hooks[0];
     assert!(hook.command.is_some() && hook.url.is_some(), "{hook:?}");
 }
+
+#[test]
+fn the_tui_mouse_is_on_unless_switched_off_and_takes_only_a_boolean() {
+    assert!(parse_text("").unwrap().tui.mouse, "on by default");
+    assert!(parse_text("[tui]\nmouse = true\n").unwrap().tui.mouse);
+    assert!(!parse_text("[tui]\nmouse = false\n").unwrap().tui.mouse);
+    check_errors(
+        "[tui]\nmouse = \"off\"\n",
+        &["2:9: invalid type: string \"off\", expected a boolean"],
+    );
+}

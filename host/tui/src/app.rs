@@ -14,6 +14,7 @@ use ratatui::layout::Rect;
 
 use crate::format::{Clock, Recovery};
 use crate::layout::{self, Cell, Direction, GRID_MOST, SPLIT_MOST};
+use crate::mouse::Mouse;
 use crate::{FirstPane, Role};
 
 /// Lines of history each pane keeps for scrollback mode.
@@ -322,6 +323,7 @@ pub struct App {
     greeted: bool,
     /// The pane to bring back into view when a new replay lists it.
     reselect: Option<u64>,
+    pub mouse: Mouse,
 }
 
 impl App {
@@ -345,6 +347,7 @@ impl App {
             arrival: Arrival::None,
             greeted: false,
             reselect: None,
+            mouse: Mouse::default(),
         }
     }
 

@@ -13,8 +13,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
-use crate::app::{App, Mode, Pane, View};
-use crate::format::{Clock, TAB_SEPARATOR, TabText, padded_tab, tab_label, tab_row, truncate};
+use crate::app::{App, Mode, View};
+use crate::format::{self, Clock, TAB_SEPARATOR, TabRow, TabText, padded_tab, tab_label, truncate};
 use crate::input::key_table;
 use crate::layout::{Cell, outline};
 
@@ -119,16 +119,7 @@ fn draw_rules(view: &View, within: Rect, buffer: &mut Buffer) {
 /// The tabs that fit `width` columns, the one in view always among them, with a dim count
 /// of the tabs hidden at either end; the tabs of the other panes shown are underlined.
 fn tab_spans(app: &App, view: &View, width: u16) -> Vec<Span<'static>> {
-    let tabs: Vec<TabText> = app
-        .panes
-        .iter()
-        .map(|pane| TabText {
-            title: pane.shown_title(),
-            unread: pane.unread,
-            marker: pane.marker(),
-        })
-        .collect();
-    let row = tab_row(&tabs, app.active, usize::from(width));
+    let row = tab_row(app, width);
     let hidden = Style::new().add_modifier(Modifier::DIM);
     let mut spans = vec![Span::styled(row.before_text(), hidden)];
     for (index, label) in row.shown.clone().zip(&row.labels) {
@@ -150,6 +141,20 @@ fn tab_spans(app: &App, view: &View, width: u16) -> Vec<Span<'static>> {
     }
     spans.push(Span::styled(row.after_text(), hidden));
     spans
+}
+
+/// The tabs that fit `width` columns, as drawn (and clicked).
+pub(crate) fn tab_row(app: &App, width: u16) -> TabRow {
+    let tabs: Vec<TabText> = app
+        .panes
+        .iter()
+        .map(|pane| TabText {
+            title: pane.shown_title(),
+            unread: pane.unread,
+            marker: pane.marker(),
+        })
+        .collect();
+    format::tab_row(&tabs, app.active, usize::from(width))
 }
 
 /// The notice row: what the keyboard is waiting for, else the pane's recovery chip and the
@@ -312,9 +317,12 @@ pub struct InputModes {
 }
 
 impl InputModes {
-    pub fn of(pane: Option<&Pane>, mode: Mode) -> InputModes {
-        match pane {
-            Some(pane) if mode == Mode::Normal && pane.alive => {
+    /// The pane in view's modes while the keyboard is its own. With the TUI reading the
+    /// mouse, the mouse modes are the TUI's whatever the mode: SGR reports of presses,
+    /// releases and drags, and of every motion only while the pane in view asks for it.
+    pub fn of(app: &App) -> InputModes {
+        let mirrored = match app.active_pane() {
+            Some(pane) if app.mode == Mode::Normal && pane.alive => {
                 let screen = pane.screen.screen();
                 InputModes {
                     application_cursor: screen.application_cursor(),
@@ -325,6 +333,18 @@ impl InputModes {
                 }
             }
             _ => InputModes::default(),
+        };
+        if !app.mouse.on {
+            return mirrored;
+        }
+        InputModes {
+            mouse: if mirrored.mouse == vt100::MouseProtocolMode::AnyMotion {
+                vt100::MouseProtocolMode::AnyMotion
+            } else {
+                vt100::MouseProtocolMode::ButtonMotion
+            },
+            mouse_encoding: vt100::MouseProtocolEncoding::Sgr,
+            ..mirrored
         }
     }
 

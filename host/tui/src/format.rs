@@ -196,6 +196,22 @@ impl TabRow {
         hidden_after_text(self.hidden_after)
     }
 
+    /// The tab drawn at `column` (0-based) of the row: a shown tab, or the nearest hidden
+    /// one for a click on a count of hidden tabs.
+    pub fn tab_at(&self, column: usize) -> Option<usize> {
+        let mut right = self.before_text().width();
+        if column < right {
+            return self.shown.start.checked_sub(1);
+        }
+        for (index, label) in self.shown.clone().zip(&self.labels) {
+            right += tab_text(label).width();
+            if column < right {
+                return Some(index);
+            }
+        }
+        (column < right + self.after_text().width()).then_some(self.shown.end)
+    }
+
     /// The whole row as text, as [`draw`](crate::draw) lays it out.
     pub fn text(&self) -> String {
         let tabs: String = self.labels.iter().map(|label| tab_text(label)).collect();
@@ -572,6 +588,27 @@ mod tests {
             tab_row(&tabs, 6, 60).text(),
             "<4 │ 5:shell │ 6:shell │ 7:codex: fixing the…!⏳14:05 │ 1>"
         );
+    }
+
+    #[test]
+    fn a_column_of_the_tab_row_names_the_tab_drawn_there() {
+        // "<3 │ 4:shell │ 5:shell │ 6:shell │ 7:shell │ 8:shell │": the count is 4
+        // columns, each tab 10.
+        let row = tab_row(&shells(8), 7, 60);
+        let at = |column| row.tab_at(column);
+        assert_eq!(
+            [at(0), at(3)],
+            [Some(2), Some(2)],
+            "the count: the tab before"
+        );
+        assert_eq!([at(4), at(13)], [Some(3), Some(3)]);
+        assert_eq!([at(14), at(53)], [Some(4), Some(7)]);
+        assert_eq!(at(54), None, "past the last tab");
+        // " 1:shell │ … │ 5:shell │ 3>": the count after names the next hidden tab.
+        let row = tab_row(&shells(8), 0, 60);
+        assert_eq!([row.tab_at(0), row.tab_at(49)], [Some(0), Some(4)]);
+        assert_eq!([row.tab_at(50), row.tab_at(52)], [Some(5), Some(5)]);
+        assert_eq!(row.tab_at(53), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use nightcrow_hub::ClientRequest;
 
 use crate::Role;
 use crate::app::{App, Arrival, Mode, Outcome};
-use crate::keys::{Key, next_key};
+use crate::keys::{Key, mouse_report_at, next_key};
 use crate::layout::Direction;
 
 impl App {
@@ -15,6 +15,13 @@ impl App {
     pub fn on_input(&mut self, mut bytes: &[u8]) -> Vec<ClientRequest> {
         let mut requests = Vec::new();
         while !bytes.is_empty() && self.outcome.is_none() {
+            if self.mouse.on
+                && let (Key::Mouse(report), used) = next_key(bytes)
+            {
+                bytes = &bytes[used..];
+                requests.extend(self.on_mouse(report));
+                continue;
+            }
             if self.mode == Mode::Normal && self.role == Role::Demo {
                 let (key, used) = next_key(bytes);
                 bytes = &bytes[used..];
@@ -38,15 +45,21 @@ impl App {
                     .iter()
                     .position(|&b| b == leader)
                     .unwrap_or(bytes.len());
+                // A mouse report is the TUI's to act on, never typed into the pane.
+                let end = if self.mouse.on {
+                    mouse_report_at(&bytes[..end]).unwrap_or(end)
+                } else {
+                    end
+                };
                 if end > 0 {
                     requests.extend(self.type_into_active(&bytes[..end]));
                 }
-                if end < bytes.len() {
+                if bytes.get(end) == Some(&leader) {
                     self.mode = Mode::Leader;
                     self.dirty = true;
                     bytes = &bytes[end + 1..];
                 } else {
-                    bytes = &[];
+                    bytes = &bytes[end..];
                 }
                 continue;
             }

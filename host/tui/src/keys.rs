@@ -16,8 +16,58 @@ pub enum Key {
     PageDown,
     Home,
     End,
-    /// A sequence the TUI has no use for (a function key, a mouse report…).
+    /// A mouse report in the SGR encoding the TUI asks the terminal for.
+    Mouse(MouseReport),
+    /// A sequence the TUI has no use for (a function key…).
     Other,
+}
+
+/// `ESC [ < code ; column ; row M` (a press, a motion or a wheel notch) or `… m` (a
+/// release), as a terminal in SGR mouse mode (1006) sends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MouseReport {
+    /// Button and modifiers: the low two bits the button, 4 Shift, 8 Alt, 16 Ctrl, 32 a
+    /// motion, 64 the wheel.
+    pub code: u16,
+    /// 1-based, on the whole terminal.
+    pub column: u16,
+    pub row: u16,
+    pub release: bool,
+}
+
+impl MouseReport {
+    /// The report `params` (what follows `ESC [`, without the final byte) and `last` make,
+    /// if they are one.
+    fn parse(params: &[u8], last: u8) -> Option<MouseReport> {
+        let release = match last {
+            b'M' => false,
+            b'm' => true,
+            _ => return None,
+        };
+        let text = std::str::from_utf8(params.strip_prefix(b"<")?).ok()?;
+        let mut numbers = text.split(';').map(|n| n.parse::<u16>().ok());
+        let (Some(Some(code)), Some(Some(column)), Some(Some(row)), None) = (
+            numbers.next(),
+            numbers.next(),
+            numbers.next(),
+            numbers.next(),
+        ) else {
+            return None;
+        };
+        Some(MouseReport {
+            code,
+            column,
+            row,
+            release,
+        })
+    }
+}
+
+/// Where the first SGR mouse report in `bytes` starts, if there is one.
+pub fn mouse_report_at(bytes: &[u8]) -> Option<usize> {
+    (0..bytes.len()).find(|&at| {
+        bytes[at..].starts_with(b"\x1b[<") && matches!(next_key(&bytes[at..]).0, Key::Mouse(_))
+    })
 }
 
 /// The first key in `bytes` and how many bytes it took (at least one). A lone ESC at the
@@ -40,7 +90,7 @@ pub fn next_key(bytes: &[u8]) -> (Key, usize) {
                 (b"", b'F') | (b"4" | b"8", b'~') => Key::End,
                 (b"5", b'~') => Key::PageUp,
                 (b"6", b'~') => Key::PageDown,
-                _ => Key::Other,
+                (params, last) => MouseReport::parse(params, last).map_or(Key::Other, Key::Mouse),
             };
             (key, 2 + end + 1)
         }
@@ -88,7 +138,27 @@ mod tests {
         check(b"\x1b[H\x1b[4~", &[Key::Home, Key::End]);
         check(b"\x1b", &[Key::Escape]);
         check(b"\x1b[1;5Aq", &[Key::Other, Key::Byte(b'q')]);
-        check(b"\x1b[<0;3;4Mq", &[Key::Other, Key::Byte(b'q')]);
+        let report = |code, column, row, release| {
+            Key::Mouse(MouseReport {
+                code,
+                column,
+                row,
+                release,
+            })
+        };
+        check(
+            b"\x1b[<0;3;4Mq\x1b[<64;120;30M\x1b[<0;3;4m",
+            &[
+                report(0, 3, 4, false),
+                Key::Byte(b'q'),
+                report(64, 120, 30, false),
+                report(0, 3, 4, true),
+            ],
+        );
+        // Not a whole report: nothing the TUI acts on.
+        check(b"\x1b[<0;3M\x1b[<0;3;4;5M", &[Key::Other, Key::Other]);
+        assert_eq!(mouse_report_at(b"ls\x1b[A\x1b[<2;1;1M"), Some(5));
+        assert_eq!(mouse_report_at(b"ls\x1b[<2;1M\x1b[1;5A"), None);
         check(b"\x1bxq", &[Key::Other, Key::Byte(b'q')]);
         check(b"\x1b[12", &[Key::Other]);
     }

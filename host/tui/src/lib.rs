@@ -21,6 +21,7 @@ pub mod format;
 mod input;
 mod keys;
 mod layout;
+mod mouse;
 pub mod notify;
 mod terminal;
 
@@ -72,6 +73,8 @@ pub struct Options {
     pub role: Role,
     /// How a notice reaches the person's terminal as a desktop notification.
     pub notify: TuiNotify,
+    /// `[tui] mouse`: the TUI reads the mouse (docs/tui.md, "Mouse").
+    pub mouse: bool,
 }
 
 /// Takes over the terminal until the person detaches, the hub's stream ends, the process
@@ -94,6 +97,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
         options.first_pane,
     );
     app.role = options.role;
+    app.mouse.on = options.mouse;
     let frame_time = Duration::from_secs(1) / FRAMES_PER_SECOND;
     let mut last_draw = Instant::now() - frame_time;
     // The wall-clock second of the last draw: a chip that counts down is drawn again when

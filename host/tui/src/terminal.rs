@@ -54,7 +54,7 @@ impl Screen {
     pub fn draw(&mut self, app: &mut App) -> std::io::Result<()> {
         self.terminal.autoresize()?;
         self.terminal.draw(|frame| draw::draw(frame, app))?;
-        let modes = InputModes::of(app.active_pane(), app.mode);
+        let modes = InputModes::of(app);
         let mut extra = self.modes.switch_to(modes);
         self.modes = modes;
         // After the frame, never inside ratatui's output: each notice as one notification.
