@@ -128,6 +128,9 @@ fn main() {
     let mut raw_keys = tokio.block_on(raw_latency(&daemon, sizes.keys));
     eprintln!("keystroke latency: TUI");
     let mut tui_keys = tui_latency(&daemon, sizes.keys);
+    eprintln!("keystroke latency: TUI, a 2x2 split with a flood in another pane");
+    let flood_loop = format!("while :; do cat {}; done", file.display());
+    let mut split_keys = tui_split_latency(&daemon, sizes.keys, &flood_loop);
     eprintln!("keystroke latency: web client");
     let mut web_keys = web.latency(&tokio, &daemon, sizes.keys);
     drop(web);
@@ -198,6 +201,30 @@ fn main() {
         }
         println!();
     }
+    println!(
+        "### TUI: keystroke to echo in a 2x2 split, `cat` of the file in a loop in another \
+         pane, {} keys, each after a {} ms pause\n",
+        sizes.keys,
+        TYPING_GAP.as_millis()
+    );
+    println!(
+        "| | raw socket | TUI, one pane | TUI, split and flood | split/raw | split/one pane |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for percent in [50, 99] {
+        let raw = percentile(&mut raw_keys, percent);
+        let alone = percentile(&mut tui_keys, percent);
+        let split = percentile(&mut split_keys, percent);
+        println!(
+            "| p{percent} (µs) | {} | {} | {} | {:.2} | {:.2} |",
+            raw.as_micros(),
+            alone.as_micros(),
+            split.as_micros(),
+            split.as_secs_f64() / raw.as_secs_f64(),
+            split.as_secs_f64() / alone.as_secs_f64()
+        );
+    }
+    println!();
     // A lost run is a failure, not a number: the exit status says so (CI runs `--quick`).
     let lost: Vec<&Lost> = raw_runs
         .iter()
@@ -873,9 +900,21 @@ fn tui_throughput(daemon: &Daemon, command: &str) -> Option<Duration> {
     }
 }
 
-/// Keystroke-to-echo times through the TUI, `keys` of them.
+/// Keystroke-to-echo times through the TUI, `keys` of them, in a pane shown alone.
 fn tui_latency(daemon: &Daemon, keys: usize) -> Vec<Duration> {
     let mut tui = Tui::attach(daemon);
+    let times = type_and_time(&mut tui, keys, pane_rows);
+    assert!(tui.running(), "the TUI ended while typing");
+    times
+}
+
+/// Types `keys` keys, [`TYPING_GAP`] apart, into the pane in view, whose rows on screen
+/// `rows_of` gives; the time from each key until its echo is among those rows.
+fn type_and_time(
+    tui: &mut Tui,
+    keys: usize,
+    rows_of: impl Fn(&vt100::Screen) -> Vec<String>,
+) -> Vec<Duration> {
     let mut times = Vec::with_capacity(keys);
     for (round, count) in rounds(keys).enumerate() {
         let letter = letter(round);
@@ -885,18 +924,181 @@ fn tui_latency(daemon: &Daemon, keys: usize) -> Vec<Duration> {
             let sent = Instant::now();
             let run = letter.to_string().repeat(typed);
             let seen = tui.wait_for(&format!("{typed} {letter}"), STEP, |screen| {
-                pane_rows(screen).iter().any(|row| row.contains(&run))
+                rows_of(screen).iter().any(|row| row.contains(&run))
             });
             times.push(seen - sent);
         }
         tui.type_keys(b"\x15");
         let run = letter.to_string().repeat(count);
         tui.wait_for("the line killed", STEP, |screen| {
-            !pane_rows(screen).iter().any(|row| row.contains(&run))
+            !rows_of(screen).iter().any(|row| row.contains(&run))
         });
     }
-    assert!(tui.running(), "the TUI ended while typing");
     times
+}
+
+/// The TUI's leader key (its default, Ctrl+F), typed before each of its commands.
+const LEADER: u8 = 0x06;
+/// Panes in the split: the most a split holds, a 2x2 grid in a 50x200 terminal.
+const SPLIT_PANES: usize = 4;
+
+/// Keystroke-to-echo times through the TUI, `keys` of them, in one pane of a 2x2 split
+/// while the pane beside it runs `flood` (a command that never ends by itself).
+///
+/// Each step is checked on the parsed screen: four cell headers, the flood moving in its
+/// cell before the first key and still after the last, the focus (the reversed header) on
+/// the measured pane. The flood is stopped with Ctrl+C after, and its pane seen quiet at
+/// a prompt, so nothing measured later shares the CPU with it.
+fn tui_split_latency(daemon: &Daemon, keys: usize, flood: &str) -> Vec<Duration> {
+    let mut tui = Tui::attach(daemon);
+    for panes in 2..=SPLIT_PANES {
+        tui.type_keys(&[LEADER, b's']);
+        tui.wait_for(
+            &format!("{panes} cells with a prompt each"),
+            STEP,
+            |screen| {
+                (1..=panes).all(|pane| {
+                    cell_place(screen, pane).is_some_and(|cell| {
+                        cell.rows(screen).iter().any(|row| row.starts_with('$'))
+                    })
+                })
+            },
+        );
+    }
+    // The last pane opened is in view: it floods, and the focus moves to its left.
+    let flooding = SPLIT_PANES;
+    let place = |pane| {
+        tui.look(|screen| cell_place(screen, pane))
+            .unwrap_or_else(|| tui.fail(&format!("no cell for pane {pane}")))
+    };
+    let (flood_cell, typed_cell) = (place(flooding), place(flooding - 1));
+    assert_eq!(
+        flood_cell.header_row,
+        typed_cell.header_row,
+        "panes {flooding} and {} are side by side",
+        flooding - 1
+    );
+    tui.type_keys(format!("{flood}\r").as_bytes());
+    tui.type_keys(&[LEADER, b'h']);
+    tui.wait_for("the focus on the pane left of the flood", STEP, |screen| {
+        typed_cell.in_view(screen)
+    });
+    tui.wait_for_flood(&flood_cell, "before the first key");
+    let times = type_and_time(&mut tui, keys, |screen| typed_cell.rows(screen));
+    tui.wait_for_flood(&flood_cell, "after the last key");
+    tui.type_keys(&[LEADER, b'l']);
+    tui.wait_for("the focus back on the flood", STEP, |screen| {
+        flood_cell.in_view(screen)
+    });
+    tui.type_keys(b"\x03");
+    tui.wait_for("the flood stopped at a prompt", STEP, |screen| {
+        flood_cell
+            .rows(screen)
+            .iter()
+            .rev()
+            .find(|row| !row.trim().is_empty())
+            .is_some_and(|row| row.trim_end() == "$")
+    });
+    let quiet = tui.look(|screen| flood_cell.rows(screen));
+    std::thread::sleep(Duration::from_millis(500));
+    let later = tui.look(|screen| flood_cell.rows(screen));
+    assert_eq!(quiet, later, "the flood pane still moves after Ctrl+C");
+    assert!(tui.running(), "the TUI ended during the split");
+    times
+}
+
+impl Tui {
+    /// What `look` makes of the screen as it is now.
+    fn look<T>(&self, look: impl FnOnce(&vt100::Screen) -> T) -> T {
+        look(self.terminal.lock().parser.screen())
+    }
+
+    /// Waits until the flood's cell has shown three different screens, so it is moving.
+    fn wait_for_flood(&self, cell: &CellPlace, when: &str) {
+        let seen = std::cell::RefCell::new(Vec::<Vec<String>>::new());
+        self.wait_for(&format!("the flood moving {when}"), STEP, |screen| {
+            let rows = cell.rows(screen);
+            let mut seen = seen.borrow_mut();
+            if seen.last() != Some(&rows) {
+                seen.push(rows);
+            }
+            seen.len() >= 3
+        });
+    }
+}
+
+/// Where a pane of a split is drawn: its header row, and the rows and columns of its
+/// screen below it.
+struct CellPlace {
+    header_row: u16,
+    /// The header's first column, also the screen's.
+    left: u16,
+    /// Past the screen's last column and row.
+    right: u16,
+    bottom: u16,
+}
+
+impl CellPlace {
+    /// The rows of this cell's screen, as text.
+    fn rows(&self, screen: &vt100::Screen) -> Vec<String> {
+        (self.header_row + 1..self.bottom)
+            .map(|row| cells_text(screen, row, self.left..self.right))
+            .collect()
+    }
+
+    /// Whether its pane is the one in view: the TUI reverses that header.
+    fn in_view(&self, screen: &vt100::Screen) -> bool {
+        screen
+            .cell(self.header_row, self.left + 2)
+            .is_some_and(vt100::Cell::inverse)
+    }
+}
+
+/// The place of tab `pane`'s cell, found by its header (`─ N:shell`): its screen runs to
+/// the next header to its right (less the rule between them) and down to the next header
+/// row below, or to the notice row.
+fn cell_place(screen: &vt100::Screen, pane: usize) -> Option<CellPlace> {
+    let header = |number: usize| format!("─ {number}:shell ");
+    let mut headers = Vec::new();
+    // Row 0 is the tab row and the last the notice row; headers are between.
+    for row in 1..ROWS - 1 {
+        let text: Vec<char> = cells_text(screen, row, 0..COLS).chars().collect();
+        for number in 1..=SPLIT_PANES {
+            let wanted: Vec<char> = header(number).chars().collect();
+            if let Some(col) = text.windows(wanted.len()).position(|w| w == wanted) {
+                let col = u16::try_from(col).expect("a column");
+                headers.push((number, row, col));
+            }
+        }
+    }
+    let &(_, header_row, left) = headers.iter().find(|(number, ..)| *number == pane)?;
+    let right = (headers.iter())
+        .filter(|&&(_, row, col)| row == header_row && col > left)
+        .map(|&(_, _, col)| col - 1)
+        .min()
+        .unwrap_or(COLS);
+    let bottom = (headers.iter())
+        .filter(|&&(_, row, _)| row > header_row)
+        .map(|&(_, row, _)| row)
+        .min()
+        .unwrap_or(ROWS - 1);
+    Some(CellPlace {
+        header_row,
+        left,
+        right,
+        bottom,
+    })
+}
+
+/// The characters of `row` in `cols`, one a column (an empty cell is a space).
+fn cells_text(screen: &vt100::Screen, row: u16, cols: std::ops::Range<u16>) -> String {
+    cols.map(
+        |col| match screen.cell(row, col).map(vt100::Cell::contents) {
+            Some(text) if !text.is_empty() => text.to_owned(),
+            _ => " ".to_owned(),
+        },
+    )
+    .collect()
 }
 
 // ---- arithmetic ---------------------------------------------------------------------

@@ -394,6 +394,7 @@ impl App {
     /// view first; the rest waits for the next round so keys are never kept waiting long.
     pub fn parse_pending(&mut self, budget: usize, now: Instant) {
         let mut left = budget;
+        let view = self.view();
         let order =
             std::iter::once(self.active).chain((0..self.panes.len()).filter(|&i| i != self.active));
         for index in order.collect::<Vec<_>>() {
@@ -404,7 +405,9 @@ impl App {
                 continue;
             }
             left = left.saturating_sub(pane.parse_round(left, now));
-            if index == self.active {
+            // Every pane on the screen is drawn again, not only the one in view: a split
+            // shows a flood beside the pane being typed in.
+            if view.cell_of(index).is_some() {
                 self.dirty = true;
             }
             if left == 0 {
