@@ -1096,3 +1096,78 @@ fn the_mouse_picks_tabs_and_cells_scrolls_history_and_reaches_a_program_that_ask
         "only the first click reached the program:\n{screen}"
     );
 }
+
+/// Copy mode in real tmux: a search finds a line far up the history and brings it into
+/// view; a selection of three lines copied with `y` leaves as one OSC 52 sequence, which
+/// tmux (`set-clipboard on`) takes into its paste buffer: what a person would paste.
+#[test]
+fn copy_mode_finds_a_line_far_up_and_copies_a_selection_to_the_clipboard() {
+    use base64::Engine;
+    let Some(tui) = Tui::attach_shell() else {
+        return;
+    };
+    let set = tui
+        .tmux()
+        .args(["set", "-g", "set-clipboard", "on"])
+        .status()
+        .unwrap();
+    assert!(set.success());
+    tui.type_line("seq -f 'row %g' 1 3000");
+    tui.wait_for_text("\nrow 3000\n");
+    let written = tui.home().join("written-to-the-terminal");
+    let piped = tui
+        .tmux()
+        .args(["pipe-pane", "-O"])
+        .arg(format!("cat >> '{}'", written.display()))
+        .status()
+        .unwrap();
+    assert!(piped.success());
+
+    tui.leader("[");
+    tui.wait_for_text("scrollback: 0 lines up");
+    let typed = tui
+        .tmux()
+        .args(["send-keys", "-l", "/row 1234"])
+        .status()
+        .unwrap();
+    assert!(typed.success());
+    tui.wait_for_text("search up: row 1234");
+    tui.keys(&["Enter"]);
+    let found = tui.wait_for("the match in view", |screen| {
+        screen.contains("\nrow 1234\n") && screen.contains("scrollback: ")
+    });
+    assert!(!found.contains("\nrow 3000\n"), "{found}");
+    assert!(!found.contains("not found"), "{found}");
+
+    tui.keys(&["v", "j", "j", "$", "y"]);
+    let copied = tui.wait_for_text("copied 3 lines");
+    assert!(!copied.contains("scrollback:"), "copy mode left: {copied}");
+    assert!(
+        copied.contains("\nrow 3000\n"),
+        "the live screen again: {copied}"
+    );
+
+    let expected = "row 1234\nrow 1235\nrow 1236";
+    let started = Instant::now();
+    let sequence = loop {
+        let bytes = std::fs::read(&written).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(at) = text.find("\x1b]52;c;")
+            && let Some(len) = text[at..].find('\x07')
+        {
+            break text[at..at + len + 1].to_owned();
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "no OSC 52 in what the TUI wrote: {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let encoded = &sequence["\x1b]52;c;".len()..sequence.len() - 1];
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    assert_eq!(String::from_utf8(decoded).unwrap(), expected);
+    let buffer = tui.tmux().arg("show-buffer").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&buffer.stdout), expected);
+}

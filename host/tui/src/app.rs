@@ -12,6 +12,7 @@ use nightcrow_hub::{ClientRequest, Frame, HubMessage, Notice, Notices, RecoveryR
 
 use ratatui::layout::Rect;
 
+use crate::copy::CopyMode;
 use crate::format::{Clock, Recovery};
 use crate::layout::{self, Cell, Direction, GRID_MOST, SPLIT_MOST};
 use crate::mouse::Mouse;
@@ -310,6 +311,11 @@ pub struct App {
     notices: Notices,
     /// Notices not yet written to the person's terminal (it writes them with the next draw).
     pub untold: Vec<Notice>,
+    /// Scrollback mode's cursor, selection and search.
+    pub(crate) copy: CopyMode,
+    /// Text copied and not yet written to the person's terminal for its clipboard (it
+    /// writes it with the next draw).
+    pub clipboard: Option<String>,
     pub outcome: Option<Outcome>,
     /// Times a pane's output was skipped ahead (see [`SKIP_AHEAD_AT`]).
     pub skips: u64,
@@ -340,6 +346,8 @@ impl App {
             bell: false,
             notices: Notices::new(),
             untold: Vec::new(),
+            copy: CopyMode::default(),
+            clipboard: None,
             outcome: None,
             skips: 0,
             create_on_hello: first_pane == FirstPane::Open,

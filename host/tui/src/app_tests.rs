@@ -483,15 +483,117 @@ fn scrollback_mode_moves_through_history_and_leaves_on_q() {
             .contents()
             .starts_with("line 33")
     );
+    // The arrows move copy mode's cursor, which keeps its row on a page; the view
+    // follows it past the top.
     app.on_input(b"\x1b[A\x1b[A\x1b[B");
+    assert_eq!(app.mode, Mode::Scrollback(9));
+    app.on_input(b"kkkkkkkkk");
     assert_eq!(app.mode, Mode::Scrollback(10));
-    assert!(
-        app.on_input(b"typed keys are not sent while reading")
-            .is_empty()
-    );
+    assert!(app.on_input(b"these are not sent while reading").is_empty());
     app.on_input(b"q");
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.panes[0].screen.screen().scrollback(), 0);
+}
+
+/// The text on the row of the pane in view where `line` of copy mode is drawn.
+fn row_text(app: &App, line: i64) -> String {
+    let screen = app.panes[app.active].screen.screen();
+    let row = line + i64::try_from(screen.scrollback()).unwrap();
+    let row = u16::try_from(row).expect("the line is in view");
+    assert!(row < SIZE.rows, "the line is in view");
+    screen
+        .contents_between(row, 0, row, SIZE.cols)
+        .trim_end()
+        .to_owned()
+}
+
+#[test]
+fn copy_mode_searches_the_whole_history_and_copies_the_selection_as_osc52() {
+    let mut app = app();
+    created(&mut app, 1);
+    let lines: String = (1..=300)
+        .map(|n| match n {
+            7 | 42 => format!("needle {n}   \r\n"),
+            n => format!("line {n}\r\n"),
+        })
+        .collect();
+    output(&mut app, 1, lines.as_bytes());
+    app.parse_pending(usize::MAX, Instant::now());
+    // A capital makes the search case-sensitive.
+    app.on_input(b"\x06[/Needle\r");
+    assert!(app.copy_prompt(0).contains("\"Needle\" not found"));
+    assert_eq!(app.copy.found, None);
+    // Backspace takes back a character.
+    app.on_input(b"/needlX\x7f\x7fle");
+    assert_eq!(app.copy_prompt(0), "search up: needle");
+    app.on_input(b"\r");
+    let found = app.copy.found.expect("a match");
+    assert_eq!(row_text(&app, found.line), "needle 42");
+    assert_eq!((found.start, found.end), (0, 6));
+    assert_eq!(
+        app.mode,
+        Mode::Scrollback(app.panes[0].screen.screen().scrollback())
+    );
+    assert!(matches!(app.mode, Mode::Scrollback(up) if up > 250));
+    app.on_input(b"n");
+    assert_eq!(row_text(&app, app.copy.found.unwrap().line), "needle 7");
+    app.on_input(b"n");
+    assert_eq!(row_text(&app, app.copy.found.unwrap().line), "needle 7");
+    assert!(app.copy_prompt(0).contains("no older \"needle\""));
+    app.on_input(b"N");
+    assert_eq!(row_text(&app, app.copy.found.unwrap().line), "needle 42");
+    app.on_input(b"/absent\r");
+    assert!(app.copy_prompt(0).contains("\"absent\" not found"));
+    assert_eq!(row_text(&app, app.copy.cursor.line), "needle 42");
+
+    // A stream selection from the match to the end of the line two below.
+    app.on_input(b"vjj$");
+    let (start, end) = app.copy.selection().unwrap();
+    assert_eq!((end.line - start.line, start.col, end.col), (2, 0, 6));
+    app.on_input(b"y");
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.panes[0].screen.screen().scrollback(), 0);
+    assert_eq!(app.notice(Instant::now()), Some("copied 3 lines"));
+    let copied = app.clipboard.take().unwrap();
+    assert_eq!(copied, "needle 42\nline 43\nline 44");
+    assert_eq!(
+        crate::copy::osc52(&copied, crate::copy::TmuxClipboard::Outside),
+        "\x1b]52;c;bmVlZGxlIDQyCmxpbmUgNDMKbGluZSA0NA==\x07"
+    );
+}
+
+#[test]
+fn copy_mode_copies_wide_characters_once_and_joins_a_wrapped_line() {
+    let mut app = app();
+    created(&mut app, 1);
+    let long = "x".repeat(50);
+    output(
+        &mut app,
+        1,
+        format!("漢字 ok   \r\n{long}\r\nend\r\n").as_bytes(),
+    );
+    app.parse_pending(usize::MAX, Instant::now());
+    app.on_input(b"\x06[");
+    assert_eq!(app.copy.cursor.line, 4);
+    app.on_input(b"gw");
+    assert_eq!((app.copy.cursor.line, app.copy.cursor.col), (0, 5));
+    app.on_input(b"b");
+    assert_eq!(app.copy.cursor.col, 0);
+    app.on_input(b"q");
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.clipboard, None, "q leaves without copying");
+
+    app.on_input(b"\x06[y");
+    assert!(app.copy_prompt(0).contains("nothing selected"));
+    app.on_input(b"\x1b");
+    assert_eq!(app.clipboard, None, "Esc leaves without copying");
+
+    app.on_input(b"\x06[g v jjj$\r");
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(
+        app.clipboard.as_deref(),
+        Some(format!("漢字 ok\n{long}\nend").as_str())
+    );
 }
 
 fn resize(pane: u64, rows: u16, cols: u16) -> ClientRequest {

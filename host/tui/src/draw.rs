@@ -54,6 +54,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
         let screen_area = cell.screen.intersection(above_notice);
         let screen = pane.screen.screen();
         draw_screen(screen, screen_area, frame.buffer_mut());
+        if index == app.active
+            && let Mode::Scrollback(_) = app.mode
+            && let Some(cursor) = crate::copy::paint(app, screen_area, frame.buffer_mut())
+        {
+            frame.set_cursor_position(cursor);
+        }
         if index == app.active && app.mode == Mode::Normal && pane.alive && !screen.hide_cursor() {
             let (row, col) = screen.cursor_position();
             if row < screen_area.height && col < screen_area.width {
@@ -63,6 +69,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     draw_rules(&view, above_notice, frame.buffer_mut());
     frame.render_widget(notice_line(app, notice.width), notice);
+    if let Some(end) = app.copy_prompt_end() {
+        let x = notice.x + u16::try_from(end).unwrap_or(u16::MAX).min(notice.width - 1);
+        frame.set_cursor_position(Position::new(x, notice.y));
+    }
     if app.mode == Mode::Help {
         draw_help(frame, app, panes);
     }
@@ -171,9 +181,7 @@ fn notice_line(app: &App, width: u16) -> Line<'static> {
              y cancels, any other key keeps it"
                 .to_owned(),
         ),
-        Mode::Scrollback(offset) => Some(format!(
-            "scrollback: {offset} lines up · PgUp PgDn ↑ ↓ · q leaves"
-        )),
+        Mode::Scrollback(offset) => Some(app.copy_prompt(offset)),
         Mode::Normal | Mode::Help => None,
     };
     if let Some(prompt) = prompt {

@@ -101,26 +101,8 @@ impl App {
                     _ => Vec::new(),
                 }
             }
-            Mode::Scrollback(offset) => {
-                let page = usize::from(self.rows_in_view().saturating_sub(1)).max(1);
-                let offset = match key {
-                    Key::Up | Key::Byte(b'k') => offset + 1,
-                    Key::Down | Key::Byte(b'j') => offset.saturating_sub(1),
-                    Key::PageUp => offset + page,
-                    Key::PageDown => offset.saturating_sub(page),
-                    Key::Home | Key::Byte(b'g') => usize::MAX,
-                    Key::End | Key::Byte(b'G') => 0,
-                    Key::Byte(b'q') | Key::Escape => {
-                        let active = self.active;
-                        self.select(active);
-                        return Vec::new();
-                    }
-                    _ => offset,
-                };
-                if let Some(pane) = self.panes.get_mut(self.active) {
-                    pane.screen.screen_mut().set_scrollback(offset);
-                    self.mode = Mode::Scrollback(pane.screen.screen().scrollback());
-                }
+            Mode::Scrollback(_) => {
+                self.on_copy_key(key);
                 Vec::new()
             }
             Mode::Help => {
@@ -161,7 +143,7 @@ impl App {
             (b'1'..=b'9', _) => self.select(usize::from(byte - b'1')),
             (b'x', Some(pane)) => self.mode = Mode::ConfirmClose(pane),
             (b'r', Some(pane)) => return self.cancel_recovery(pane),
-            (b'[', Some(_)) => self.mode = Mode::Scrollback(0),
+            (b'[', Some(_)) => self.enter_copy_mode(),
             (b'z', _) => return self.claim_size(),
             (b'd', _) => self.outcome = Some(Outcome::Detached),
             (b'?', _) => self.mode = Mode::Help,
@@ -201,7 +183,7 @@ pub fn key_table(leader: LeaderKey, role: Role) -> Vec<(String, &'static str)> {
         ("1-8", "go to pane"),
         ("x", "close pane (asks first)"),
         ("r", "cancel recovery of this pane"),
-        ("[", "scrollback: PgUp PgDn arrows, q leaves"),
+        ("[", "scrollback: / search, v select, y copy, q leaves"),
         ("z", "panes take this terminal's size"),
         ("d", leave),
         ("?", "this help"),

@@ -16,6 +16,7 @@
 
 mod app;
 mod cell_text;
+mod copy;
 mod draw;
 pub mod format;
 mod input;

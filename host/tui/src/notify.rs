@@ -55,7 +55,10 @@ impl Environment {
             tmux,
             ..Environment::default()
         };
-        if tmux && let Some(answer) = tmux_display() {
+        if tmux
+            && let Some(answer) =
+                tmux_display("#{client_termtype}\t#{client_termname}\t#{allow-passthrough}")
+        {
             let mut fields = answer.trim_end().split('\t');
             for name in [fields.next(), fields.next()].into_iter().flatten() {
                 environment.names.push(name.to_owned());
@@ -91,15 +94,11 @@ impl Environment {
     }
 }
 
-/// `client_termtype`, `client_termname` and `allow-passthrough` of the pane this runs in,
-/// tab-separated; `None` when tmux does not answer.
-fn tmux_display() -> Option<String> {
+/// What tmux makes of `format` for the pane this runs in (`#{allow-passthrough}`…);
+/// `None` when tmux does not answer.
+pub(crate) fn tmux_display(format: &str) -> Option<String> {
     let output = std::process::Command::new("tmux")
-        .args([
-            "display-message",
-            "-p",
-            "#{client_termtype}\t#{client_termname}\t#{allow-passthrough}",
-        ])
+        .args(["display-message", "-p", format])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
@@ -195,7 +194,7 @@ fn field(text: &str) -> String {
 
 /// `sequence` inside tmux's passthrough: `ESC P tmux;` then the sequence with every ESC
 /// doubled, then `ESC \`. tmux lets it out only with `allow-passthrough on`.
-fn tmux_passthrough(sequence: &str) -> String {
+pub(crate) fn tmux_passthrough(sequence: &str) -> String {
     format!("\x1bPtmux;{}\x1b\\", sequence.replace('\x1b', "\x1b\x1b"))
 }
 

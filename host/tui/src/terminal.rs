@@ -15,6 +15,7 @@ use ratatui::crossterm::{cursor, execute, terminal};
 use tokio::sync::mpsc;
 
 use crate::app::App;
+use crate::copy::{TmuxClipboard, osc52};
 use crate::draw::{self, InputModes};
 use crate::notify::{BELL, Notifier};
 
@@ -53,6 +54,18 @@ impl Screen {
 
     pub fn draw(&mut self, app: &mut App) -> std::io::Result<()> {
         self.terminal.autoresize()?;
+        // Asked before the frame, so a warning is drawn with it; written after it.
+        let copied = app.clipboard.take().map(|text| {
+            let tmux = TmuxClipboard::current();
+            if tmux == TmuxClipboard::Drops {
+                app.say(
+                    "tmux keeps the copy from your terminal: set -g set-clipboard on \
+                     (docs/tui.md, Copy mode)"
+                        .to_owned(),
+                );
+            }
+            osc52(&text, tmux)
+        });
         self.terminal.draw(|frame| draw::draw(frame, app))?;
         let modes = InputModes::of(app);
         let mut extra = self.modes.switch_to(modes);
@@ -70,6 +83,7 @@ impl Screen {
         if bell {
             extra.push_str(BELL);
         }
+        extra.extend(copied);
         if !extra.is_empty() {
             let out = self.terminal.backend_mut();
             out.write_all(extra.as_bytes())?;
