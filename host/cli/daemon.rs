@@ -97,9 +97,21 @@ pub(crate) async fn open_repo(
 pub fn background(settings: &Settings) -> Result<(), Failure> {
     let home = &settings.home;
     home.ensure_private()?;
-    // A second daemon would give up at once: say which one runs instead.
+    // A second daemon would give up at once: say which one runs instead. One that holds the
+    // home without answering is going away (killed, or stopping): start once it has gone.
     if Claim::is_held(home) {
-        return Err(already_running(home, running_pid(home)?));
+        match running_pid(home) {
+            Ok(pid) => return Err(already_running(home, pid)),
+            Err(_) if released_within(home, PATIENCE) => {}
+            Err(failure) => {
+                return Err(Failure::from(format!(
+                    "a daemon holds {} but does not answer ({}); see {}",
+                    home.root().display(),
+                    failure.message(),
+                    home.log().display()
+                )));
+            }
+        }
     }
     let log_path = home.log();
     let cannot_open = |e: std::io::Error| format!("{}: {e}", log_path.display());
@@ -162,12 +174,33 @@ pub fn background(settings: &Settings) -> Result<(), Failure> {
     }
 }
 
-/// The pid of the daemon that answers for `home`.
+/// The pid of the daemon that answers for `home`, unless it takes longer than [`PATIENCE`]
+/// to say it (one that is frozen or going away may never).
 fn running_pid(home: &Home) -> Result<u32, Failure> {
-    match ask(home, &DaemonRequest::Status)? {
-        DaemonAnswer::Status(status) => Ok(status.pid),
-        other => Err(unexpected(&other)),
+    let status = async {
+        Connection::open(home)
+            .await?
+            .ask(&DaemonRequest::Status)
+            .await
+    };
+    match tokio()?.block_on(async { tokio::time::timeout(PATIENCE, status).await }) {
+        Ok(Ok(DaemonAnswer::Status(status))) => Ok(status.pid),
+        Ok(Ok(other)) => Err(unexpected(&other)),
+        Ok(Err(error)) => Err(error.into()),
+        Err(_) => Err(Failure::from(format!("no answer within {PATIENCE:?}"))),
     }
+}
+
+/// Whether the daemon holding `home` lets go of it within `patience`.
+fn released_within(home: &Home, patience: Duration) -> bool {
+    let started = std::time::Instant::now();
+    while Claim::is_held(home) {
+        if started.elapsed() > patience {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
 }
 
 /// What the foreground daemon says when the home is taken.
@@ -192,14 +225,10 @@ fn unexpected(answer: &DaemonAnswer) -> Failure {
 pub fn stop(home: &Home) -> Result<(), Failure> {
     ask(home, &DaemonRequest::Stop)?;
     // Gone once it let go of the home: its panes are ended and its journal written.
-    let started = std::time::Instant::now();
-    while Claim::is_held(home) {
-        if started.elapsed() > PATIENCE {
-            return Err(Failure::Other(
-                "the daemon is still stopping; see its log".to_owned(),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    if !released_within(home, PATIENCE) {
+        return Err(Failure::Other(
+            "the daemon is still stopping; see its log".to_owned(),
+        ));
     }
     outln!("nightcrow daemon stopped");
     Ok(())

@@ -662,6 +662,46 @@ fn detach_beside_a_running_daemon_names_it_and_fails() {
     assert!(daemon.ask(&DaemonRequest::Status).is_ok());
 }
 
+/// `-d` while the daemon holding the home is going away (here: frozen, then killed, as a
+/// crash or a `kill -9` leaves it for a moment) waits for it to let go and starts a new one,
+/// instead of failing on the dying daemon's socket.
+#[cfg(unix)]
+#[test]
+fn detach_while_the_running_daemon_dies_starts_a_new_one() {
+    let mut daemon = TestDaemon::start("");
+    let dying = daemon.pid();
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &dying.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal("-STOP");
+    let detach = nightcrow(daemon.home())
+        .arg("-d")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `-d` is asking the frozen daemon (its connection waits in the socket's backlog).
+    std::thread::sleep(Duration::from_millis(500));
+    signal("-KILL");
+    daemon.wait();
+    let detached = detach.wait_with_output().unwrap();
+    assert!(detached.status.success(), "{detached:?}");
+    let pid = match daemon.ask(&DaemonRequest::Status) {
+        Ok(DaemonAnswer::Status(status)) => status.pid,
+        other => panic!("{other:?}"),
+    };
+    assert_ne!(pid, dying);
+    assert!(
+        text(&detached.stdout).contains(&format!("nightcrow daemon running (pid {pid})")),
+        "{detached:?}"
+    );
+    assert!(daemon.run(&["stop"]).status.success());
+}
+
 /// `nightcrow status | head -1`: the daemon's commands end quietly on a closed stdout.
 #[cfg(unix)]
 #[test]

@@ -120,7 +120,8 @@ fn run_feeds_events_prints_commands_and_survives_bad_input() {
         .collect();
     assert!(
         matches!(&commands[..], [nightcrow_protocol::Command::Status { state, .. }, nightcrow_protocol::Command::Log { .. }] if state == "pane_idle"),
-        "{stdout}"
+        "stdout:\n{stdout}stderr:\n{}",
+        text(&done.stderr)
     );
     assert!(
         text(&done.stderr).contains("not an event, ignored"),
