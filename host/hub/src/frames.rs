@@ -2,8 +2,8 @@
 //! (docs/hub.md, "A client that falls behind"). Output frames range from a few bytes to a
 //! joined round of half a megabyte, so a count bounds neither memory nor time: 256 small
 //! frames are a few milliseconds of a flood, 256 large ones over 100 MiB. The hub stops
-//! reading its panes while a client holds more than [`PAUSE_ABOVE`] and waits for it to come
-//! down to [`RESUME_BELOW`], which the receiving end announces.
+//! reading its panes while a client holds more than [`QUEUED_PAUSE_ABOVE`] and waits for it to come
+//! down to [`QUEUED_RESUME_BELOW`], which the receiving end announces.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,18 +15,18 @@ use crate::client::Frame;
 /// Bytes a client may have queued before it counts as fallen behind and is disconnected.
 pub const CLIENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// Queued bytes above which the hub stops reading pane output until the client catches up.
-pub(crate) const PAUSE_ABOVE: usize = 4 * 1024 * 1024;
+pub(crate) const QUEUED_PAUSE_ABOVE: usize = 4 * 1024 * 1024;
 /// Queued bytes at or below which a client has caught up.
-pub(crate) const RESUME_BELOW: usize = 1024 * 1024;
+pub(crate) const QUEUED_RESUME_BELOW: usize = 1024 * 1024;
 /// How long pane output waits for a client that fell behind: one that has not taken
-/// [`RESUME_BELOW`] bytes in that time is dropped.
+/// [`QUEUED_RESUME_BELOW`] bytes in that time is dropped.
 pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(1);
 /// What a frame costs besides its output bytes: a control message, or an output header.
 const FRAME_COST: usize = 64;
 
 /// Why a frame was not queued.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Refused {
+pub(crate) enum NotQueued {
     /// The client has [`CLIENT_QUEUE_BYTES`] waiting: it fell behind.
     Full,
     /// The client is gone.
@@ -80,9 +80,9 @@ pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
 
 impl FrameSender {
     /// Queues `frame` if the client has room for it; never waits.
-    pub(crate) fn try_send(&self, frame: Frame) -> Result<(), Refused> {
+    pub(crate) fn try_send(&self, frame: Frame) -> Result<(), NotQueued> {
         if self.frames.is_closed() {
-            return Err(Refused::Closed);
+            return Err(NotQueued::Closed);
         }
         let cost = match &frame {
             Frame::Output { bytes, .. } => FRAME_COST + bytes.len(),
@@ -95,10 +95,10 @@ impl FrameSender {
                     .try_acquire_many_owned(cost)
                     .ok()
             })
-            .ok_or(Refused::Full)?;
+            .ok_or(NotQueued::Full)?;
         self.frames
             .send((frame, permit))
-            .map_err(|_| Refused::Closed)
+            .map_err(|_| NotQueued::Closed)
     }
 
     /// Bytes the client has not taken yet.
@@ -110,7 +110,7 @@ impl FrameSender {
         self.frames.is_closed()
     }
 
-    /// Resolves once the client has taken frames down to [`RESUME_BELOW`] or gone; may
+    /// Resolves once the client has taken frames down to [`QUEUED_RESUME_BELOW`] or gone; may
     /// resolve early (a stale signal), so callers look at [`queued`](Self::queued) again.
     pub(crate) async fn caught_up(&self) {
         tokio::select! {
@@ -134,7 +134,7 @@ impl FrameReceiver {
     fn took(&self, taken: Option<(Frame, OwnedSemaphorePermit)>) -> Option<Frame> {
         let (frame, room) = taken?;
         drop(room);
-        if self.backlog.queued() <= RESUME_BELOW {
+        if self.backlog.queued() <= QUEUED_RESUME_BELOW {
             // One stored permit at most: a hub not waiting yet finds it when it does.
             self.backlog.caught_up.notify_one();
         }
@@ -161,25 +161,25 @@ mod tests {
         for _ in 0..4 {
             assert_eq!(sender.try_send(output(big)), Ok(()));
         }
-        assert_eq!(sender.try_send(output(1)), Err(Refused::Full));
+        assert_eq!(sender.try_send(output(1)), Err(NotQueued::Full));
         assert_eq!(
             sender.try_send(Frame::Message(HubMessage::Hello { version: 1 })),
-            Err(Refused::Full)
+            Err(NotQueued::Full)
         );
         assert!(receiver.try_recv().is_some());
         assert_eq!(sender.try_send(output(big)), Ok(()));
         drop(receiver);
-        assert_eq!(sender.try_send(output(1)), Err(Refused::Closed));
+        assert_eq!(sender.try_send(output(1)), Err(NotQueued::Closed));
     }
 
     #[tokio::test]
     async fn taking_frames_down_to_the_resume_mark_says_the_client_caught_up() {
         let (sender, mut receiver) = frame_queue();
         let chunk = 512 * 1024 - FRAME_COST;
-        for _ in 0..(PAUSE_ABOVE / (512 * 1024) + 1) {
+        for _ in 0..(QUEUED_PAUSE_ABOVE / (512 * 1024) + 1) {
             assert_eq!(sender.try_send(output(chunk)), Ok(()));
         }
-        assert!(sender.queued() > PAUSE_ABOVE);
+        assert!(sender.queued() > QUEUED_PAUSE_ABOVE);
         let caught_up = sender.caught_up();
         tokio::pin!(caught_up);
         // Above the mark, taking a frame does not signal.
@@ -189,7 +189,7 @@ mod tests {
             "signalled at {} bytes",
             sender.queued()
         );
-        while sender.queued() > RESUME_BELOW {
+        while sender.queued() > QUEUED_RESUME_BELOW {
             assert!(receiver.try_recv().is_some());
         }
         caught_up.await;

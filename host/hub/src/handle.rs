@@ -31,7 +31,7 @@ pub enum HubError {
 
 /// What a request produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RequestOutcome {
     Done,
     /// Panes opened by `create` (one) or `start` (any number).
     Opened(Vec<PaneId>),
@@ -41,7 +41,7 @@ pub enum Outcome {
 #[derive(Debug)]
 pub(crate) enum ReplyTo {
     /// A caller awaiting it.
-    Caller(oneshot::Sender<Result<Outcome, HubError>>),
+    Caller(oneshot::Sender<Result<RequestOutcome, HubError>>),
     /// An attached client: errors become an `error` frame in its stream, successes are
     /// visible in the broadcast that follows.
     Client(u64),
@@ -136,7 +136,7 @@ impl HubHandle {
     }
 
     /// Carries out one client request and says how it went.
-    pub async fn request(&self, request: ClientRequest) -> Result<Outcome, HubError> {
+    pub async fn request(&self, request: ClientRequest) -> Result<RequestOutcome, HubError> {
         let (reply, outcome) = oneshot::channel();
         self.send(Request::Client {
             request: Ok(request),
@@ -159,8 +159,8 @@ impl HubHandle {
             cols: None,
         };
         match self.request(request).await? {
-            Outcome::Opened(panes) => panes.first().copied().ok_or(HubError::Gone),
-            Outcome::Done => Err(HubError::Gone),
+            RequestOutcome::Opened(panes) => panes.first().copied().ok_or(HubError::Gone),
+            RequestOutcome::Done => Err(HubError::Gone),
         }
     }
 
@@ -200,8 +200,8 @@ impl HubHandle {
     /// Opens the startup commands that have no pane; returns the new panes.
     pub async fn start(&self) -> Result<Vec<PaneId>, HubError> {
         match self.request(ClientRequest::Start).await? {
-            Outcome::Opened(panes) => Ok(panes),
-            Outcome::Done => Ok(Vec::new()),
+            RequestOutcome::Opened(panes) => Ok(panes),
+            RequestOutcome::Done => Ok(Vec::new()),
         }
     }
 

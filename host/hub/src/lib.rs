@@ -57,8 +57,8 @@ pub use client::{
 pub use config::{HubConfig, HubPlugin, PENDING_RELAUNCH_TTL, StartupCommand};
 pub use frames::CLIENT_QUEUE_BYTES;
 pub use handle::{
-    Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
-    REQUEST_QUEUE, ReloadReport,
+    Client, HoldStatus, HubError, HubHandle, HubStatus, PaneStatus, PluginStatus, REQUEST_QUEUE,
+    ReloadReport, RequestOutcome,
 };
 pub use notice::{Notice, NoticeEvent, Notices};
 pub use snapshot::{Charged, HubSnapshot, PaneExit, PaneSnapshot, SCREEN_EVERY};

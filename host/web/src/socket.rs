@@ -6,8 +6,8 @@
 //! The transport adds two things of its own, as the socket adds its length prefix:
 //! - **flow control**: the page acknowledges the output bytes its terminal has finished
 //!   drawing (`{"type":"ack","bytes":N}`, a running total, never passed to the hub). More
-//!   than [`PAUSE_ABOVE`] bytes unacknowledged, and no more frames are taken from the hub
-//!   until fewer than [`RESUME_BELOW`] are: a busy browser is never buried. The hub goes
+//!   than [`UNACKED_PAUSE_ABOVE`] bytes unacknowledged, and no more frames are taken from the hub
+//!   until fewer than [`UNACKED_RESUME_BELOW`] are: a busy browser is never buried. The hub goes
 //!   on producing and drops this client if it falls too far behind; the socket then
 //!   attaches again, and the page, on the new `hello`, starts over from the replay (the
 //!   current scrollback) — as the TUI does;
@@ -20,9 +20,9 @@ use nightcrow_hub::{Client, Frame, HubHandle, HubMessage, output_frame};
 use serde::Deserialize;
 
 /// Unacknowledged output bytes that pause the stream.
-pub const PAUSE_ABOVE: u64 = 1024 * 1024;
+pub const UNACKED_PAUSE_ABOVE: u64 = 1024 * 1024;
 /// Unacknowledged output bytes below which a paused stream resumes.
-pub const RESUME_BELOW: u64 = 256 * 1024;
+pub const UNACKED_RESUME_BELOW: u64 = 256 * 1024;
 /// How often an idle socket is pinged.
 pub const PING_EVERY: Duration = Duration::from_secs(30);
 
@@ -52,7 +52,7 @@ pub async fn serve(mut socket: WebSocket, hub: HubHandle) {
                     Some(Frame::Message(message)) => Message::text(message.to_json()),
                     Some(Frame::Output { pane, bytes }) => {
                         sent += bytes.len() as u64;
-                        paused = sent - acked > PAUSE_ABOVE;
+                        paused = sent - acked > UNACKED_PAUSE_ABOVE;
                         Message::binary(output_frame(pane, &bytes))
                     }
                     None => match reattach(&hub).await {
@@ -72,7 +72,7 @@ pub async fn serve(mut socket: WebSocket, hub: HubHandle) {
                     match serde_json::from_str::<TransportMessage>(text.as_str()) {
                         Ok(TransportMessage::Ack { bytes }) => {
                             acked = acked.max(bytes.min(sent));
-                            if paused && sent - acked < RESUME_BELOW {
+                            if paused && sent - acked < UNACKED_RESUME_BELOW {
                                 paused = false;
                             }
                         }

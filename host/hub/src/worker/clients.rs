@@ -7,9 +7,9 @@ use std::time::Instant;
 use super::{ClientSlot, SlotRecord, Worker, pane_error};
 use crate::client::{CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport};
 use crate::config::StartupCommand;
-use crate::frames::{PAUSE_ABOVE, RESUME_BELOW, Refused, STALL_LIMIT, frame_queue};
+use crate::frames::{NotQueued, QUEUED_PAUSE_ABOVE, QUEUED_RESUME_BELOW, STALL_LIMIT, frame_queue};
 use crate::handle::{
-    Client, HoldStatus, HubError, HubHandle, HubStatus, Outcome, PaneStatus, PluginStatus,
+    Client, HoldStatus, HubError, HubHandle, HubStatus, PaneStatus, PluginStatus, RequestOutcome,
 };
 use nightcrow_guard::PaneId;
 use nightcrow_pane::PaneSize;
@@ -66,7 +66,7 @@ impl Worker {
         &mut self,
         request: ClientRequest,
         client: Option<u64>,
-    ) -> Result<Outcome, HubError> {
+    ) -> Result<RequestOutcome, HubError> {
         match request {
             ClientRequest::Create {
                 title,
@@ -88,7 +88,7 @@ impl Worker {
                     self.sizes.want(client, pane, size);
                     self.client_acted(client);
                 }
-                Ok(Outcome::Opened(vec![pane]))
+                Ok(RequestOutcome::Opened(vec![pane]))
             }
             ClientRequest::Input { pane, data } => {
                 let (pane, token) = self.live_pane(pane)?;
@@ -109,7 +109,7 @@ impl Worker {
                 self.table
                     .write_typed(pane, data.as_bytes())
                     .map_err(pane_error)?;
-                Ok(Outcome::Done)
+                Ok(RequestOutcome::Done)
             }
             ClientRequest::Resize { pane, rows, cols } => {
                 let (pane, _) = self.known_pane(pane)?;
@@ -118,19 +118,19 @@ impl Worker {
                     Some(client) => self.client_resize(client, pane, size),
                     None => self.set_pane_size(pane, size)?,
                 }
-                Ok(Outcome::Done)
+                Ok(RequestOutcome::Done)
             }
             ClientRequest::Close { pane } => {
                 let (pane, token) = self.known_pane(pane)?;
                 self.remove_pane(pane, &token);
-                Ok(Outcome::Done)
+                Ok(RequestOutcome::Done)
             }
             ClientRequest::CancelRecovery { pane } => {
                 let (id, token) = self.known_pane(pane)?;
                 let record = self.slots.get(&token);
                 if record.is_some_and(|r| r.hold.is_some()) {
                     self.end_recovery(&token);
-                    return Ok(Outcome::Done);
+                    return Ok(RequestOutcome::Done);
                 }
                 // Nothing held: say so, and what happens instead, rather than pretend.
                 let alive = self.table.slot(id).is_some_and(|slot| slot.is_alive());
@@ -165,7 +165,7 @@ impl Worker {
                 for startup in missing {
                     opened.push(self.open_startup_pane(startup)?);
                 }
-                Ok(Outcome::Opened(opened))
+                Ok(RequestOutcome::Opened(opened))
             }
         }
     }
@@ -239,32 +239,32 @@ impl Worker {
         self.clients
             .retain(|client| match client.frames.try_send(frame.clone()) {
                 Ok(()) => true,
-                Err(Refused::Full) => {
+                Err(NotQueued::Full) => {
                     tracing::warn!(client = client.id, "client fell behind; disconnected");
                     false
                 }
-                Err(Refused::Closed) => false,
+                Err(NotQueued::Closed) => false,
             });
     }
 
-    /// Stops taking pane output while a client holds more than [`PAUSE_ABOVE`] bytes, and
-    /// takes it again once every client is down to [`RESUME_BELOW`].
+    /// Stops taking pane output while a client holds more than [`QUEUED_PAUSE_ABOVE`] bytes, and
+    /// takes it again once every client is down to [`QUEUED_RESUME_BELOW`].
     pub(super) fn check_backlog(&mut self) {
         self.clients.retain(|client| !client.frames.is_closed());
         let most = self.most_queued();
         match &self.paused {
-            None if most > PAUSE_ABOVE => {
+            None if most > QUEUED_PAUSE_ABOVE => {
                 self.paused = Some(Pause {
                     since: Instant::now(),
                     queued: most,
                 });
             }
-            Some(_) if most <= RESUME_BELOW => self.paused = None,
+            Some(_) if most <= QUEUED_RESUME_BELOW => self.paused = None,
             _ => {}
         }
     }
 
-    /// [`STALL_LIMIT`] has passed in a pause: clients that took less than [`RESUME_BELOW`]
+    /// [`STALL_LIMIT`] has passed in a pause: clients that took less than [`QUEUED_RESUME_BELOW`]
     /// bytes in it are dropped (they get what they have queued, then their stream ends), so
     /// one stopped client cannot hold the panes; if the slowest did drain that much, the
     /// pause goes on with a fresh limit.
@@ -273,7 +273,7 @@ impl Worker {
             return;
         };
         let most = self.most_queued();
-        if most + RESUME_BELOW <= pause.queued {
+        if most + QUEUED_RESUME_BELOW <= pause.queued {
             self.paused = Some(Pause {
                 since: Instant::now(),
                 queued: most,
@@ -281,7 +281,7 @@ impl Worker {
             return;
         }
         self.clients.retain(|client| {
-            let behind = client.frames.queued() > RESUME_BELOW;
+            let behind = client.frames.queued() > QUEUED_RESUME_BELOW;
             if behind {
                 tracing::warn!(client = client.id, "client fell behind; disconnected");
             }
