@@ -5,6 +5,7 @@
 //! reading its panes while a client holds more than [`QUEUED_PAUSE_ABOVE`] and waits for it to come
 //! down to [`QUEUED_RESUME_BELOW`], which the receiving end announces.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,11 +54,72 @@ pub(crate) struct FrameSender {
     backlog: Arc<Backlog>,
 }
 
-/// The client's end: each frame gives its bytes back to the budget as it is taken.
+/// A frame with the share of the byte budget it holds until the client takes it.
+type Queued = (Frame, OwnedSemaphorePermit);
+
+/// The client's end: each frame gives its bytes back to the budget as it is taken. Output
+/// of different panes is given out in turns, so a pane's few bytes (the echo of a key) do
+/// not wait behind megabytes of a flood in another pane; each pane's own output, and every
+/// message against all output, keep their order.
 #[derive(Debug)]
 pub(crate) struct FrameReceiver {
-    frames: mpsc::UnboundedReceiver<(Frame, OwnedSemaphorePermit)>,
+    frames: mpsc::UnboundedReceiver<Queued>,
     backlog: Arc<Backlog>,
+    turns: Turns,
+}
+
+/// Frames taken off the channel and not given out yet.
+#[derive(Debug, Default)]
+struct Turns {
+    /// Output queued before the next message, one queue per pane, in the order of their
+    /// turns.
+    panes: VecDeque<(u64, VecDeque<Queued>)>,
+    /// The next message and everything after it, as queued: it goes out only once the
+    /// output before it has, and what follows it waits for it.
+    later: VecDeque<Queued>,
+}
+
+fn output_pane(frame: &Frame) -> Option<u64> {
+    match frame {
+        Frame::Output { pane, .. } => Some(*pane),
+        Frame::Message(_) => None,
+    }
+}
+
+impl Turns {
+    fn push(&mut self, queued: Queued) {
+        match output_pane(&queued.0) {
+            Some(pane) if self.later.is_empty() => self.push_output(pane, queued),
+            _ => self.later.push_back(queued),
+        }
+    }
+
+    fn push_output(&mut self, pane: u64, queued: Queued) {
+        match self.panes.iter_mut().find(|(id, _)| *id == pane) {
+            Some((_, frames)) => frames.push_back(queued),
+            None => self.panes.push_back((pane, VecDeque::from([queued]))),
+        }
+    }
+
+    /// The next frame to give out: the first output of the pane whose turn it is, or, once
+    /// no output is before it, the next message.
+    fn pop(&mut self) -> Option<Queued> {
+        if let Some((pane, mut frames)) = self.panes.pop_front() {
+            let next = frames.pop_front();
+            if !frames.is_empty() {
+                self.panes.push_back((pane, frames));
+            }
+            return next;
+        }
+        let message = self.later.pop_front()?;
+        // The output up to the message after it takes turns now.
+        while let Some(pane) = self.later.front().and_then(|(frame, _)| output_pane(frame))
+            && let Some(queued) = self.later.pop_front()
+        {
+            self.push_output(pane, queued);
+        }
+        Some(message)
+    }
 }
 
 pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
@@ -74,6 +136,7 @@ pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
         FrameReceiver {
             frames: receiver,
             backlog,
+            turns: Turns::default(),
         },
     )
 }
@@ -122,16 +185,24 @@ impl FrameSender {
 
 impl FrameReceiver {
     pub(crate) async fn recv(&mut self) -> Option<Frame> {
-        let frame = self.frames.recv().await;
-        self.took(frame)
+        if let Some(frame) = self.try_recv() {
+            return Some(frame);
+        }
+        let queued = self.frames.recv().await?;
+        self.turns.push(queued);
+        self.try_recv()
     }
 
     pub(crate) fn try_recv(&mut self) -> Option<Frame> {
-        let frame = self.frames.try_recv().ok();
+        // Everything queued takes part in the turns.
+        while let Ok(queued) = self.frames.try_recv() {
+            self.turns.push(queued);
+        }
+        let frame = self.turns.pop();
         self.took(frame)
     }
 
-    fn took(&self, taken: Option<(Frame, OwnedSemaphorePermit)>) -> Option<Frame> {
+    fn took(&self, taken: Option<Queued>) -> Option<Frame> {
         let (frame, room) = taken?;
         drop(room);
         if self.backlog.queued() <= QUEUED_RESUME_BELOW {
@@ -148,10 +219,60 @@ mod tests {
     use crate::client::HubMessage;
 
     fn output(len: usize) -> Frame {
+        output_of(1, &"x".repeat(len))
+    }
+
+    fn output_of(pane: u64, text: &str) -> Frame {
         Frame::Output {
-            pane: 1,
-            bytes: vec![b'x'; len].into(),
+            pane,
+            bytes: text.as_bytes().to_vec().into(),
         }
+    }
+
+    /// What each frame taken says: `pane:text` for output, the message's tag otherwise.
+    fn taken(receiver: &mut FrameReceiver) -> Vec<String> {
+        std::iter::from_fn(|| receiver.try_recv())
+            .map(|frame| match frame {
+                Frame::Output { pane, bytes } => {
+                    format!("{pane}:{}", String::from_utf8_lossy(&bytes))
+                }
+                Frame::Message(message) => format!("{message:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn panes_take_turns_and_messages_keep_their_place() {
+        let (sender, mut receiver) = frame_queue();
+        let hello = || Frame::Message(HubMessage::Hello { version: 1 });
+        for frame in [
+            output_of(4, "a"),
+            output_of(4, "b"),
+            output_of(4, "c"),
+            output_of(3, "echo"),
+            hello(),
+            output_of(4, "d"),
+            output_of(3, "e"),
+            output_of(4, "f"),
+            hello(),
+            output_of(4, "g"),
+        ] {
+            assert_eq!(sender.try_send(frame), Ok(()));
+        }
+        let hello = format!("{:?}", HubMessage::Hello { version: 1 });
+        assert_eq!(
+            taken(&mut receiver),
+            [
+                "4:a", "3:echo", "4:b", "4:c", &hello, "4:d", "3:e", "4:f", &hello, "4:g"
+            ]
+        );
+        // Frames queued after some were taken join the turns.
+        for frame in [output_of(4, "h"), output_of(4, "i"), output_of(3, "j")] {
+            assert_eq!(sender.try_send(frame), Ok(()));
+        }
+        assert_eq!(receiver.try_recv().map(|_| ()), Some(()));
+        assert_eq!(taken(&mut receiver), ["3:j", "4:i"]);
+        assert_eq!(sender.queued(), 0);
     }
 
     #[test]

@@ -40,7 +40,10 @@ use crate::snapshot::{Clocks, HubSnapshot, PaneSnapshot};
 /// instead of filling their queues with small ones.
 const PANE_EVENTS_PER_ROUND: usize = 64;
 /// Pane events queued from the pane threads; a full queue slows the children, not the hub.
-const PANE_EVENT_QUEUE: usize = 256;
+/// Every pane shares it, so it is short: a pane's echo waits behind at most this many
+/// chunks of a flood in another pane (256 of them held a key's echo ~190 ms behind 2 MB;
+/// docs/PERFORMANCE.md, "2×2 split with a flood").
+const PANE_EVENT_QUEUE: usize = 4;
 /// Notices kept for a subscriber that has not read them yet; one that falls further behind
 /// loses the oldest and is told how many. Notices are rare (a call-back, a resume), so this
 /// is hours of them.
