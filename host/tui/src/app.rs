@@ -402,26 +402,39 @@ impl App {
     /// view first; the rest waits for the next round so keys are never kept waiting long.
     pub fn parse_pending(&mut self, budget: usize, now: Instant) {
         let mut left = budget;
-        let view = self.view();
         let order =
             std::iter::once(self.active).chain((0..self.panes.len()).filter(|&i| i != self.active));
         for index in order.collect::<Vec<_>>() {
-            let Some(pane) = self.panes.get_mut(index) else {
-                continue;
-            };
-            if pane.pending_len == 0 && !pane.restart {
-                continue;
-            }
-            left = left.saturating_sub(pane.parse_round(left, now));
-            // Every pane on the screen is drawn again, not only the one in view: a split
-            // shows a flood beside the pane being typed in.
-            if view.cell_of(index).is_some() {
-                self.dirty = true;
-            }
+            left = left.saturating_sub(self.parse_pane(index, left, now));
             if left == 0 {
                 break;
             }
         }
+    }
+
+    /// Parses the output of pane `id` out of turn, at most `budget` bytes: the echo of a key
+    /// just typed is drawn without waiting for the next round. Whether there was any.
+    pub fn parse_echo(&mut self, id: u64, budget: usize, now: Instant) -> bool {
+        self.index_of(id)
+            .is_some_and(|index| self.parse_pane(index, budget, now) > 0)
+    }
+
+    /// One pane's round of parsing; how many bytes it took.
+    fn parse_pane(&mut self, index: usize, budget: usize, now: Instant) -> usize {
+        let on_screen = self.view().cell_of(index).is_some();
+        let Some(pane) = self.panes.get_mut(index) else {
+            return 0;
+        };
+        if pane.pending_len == 0 && !pane.restart {
+            return 0;
+        }
+        let used = pane.parse_round(budget, now);
+        // Every pane on the screen is drawn again, not only the one in view: a split shows
+        // a flood beside the pane being typed in.
+        if on_screen {
+            self.dirty = true;
+        }
+        used
     }
 
     /// One frame from the hub; returns the requests it calls for.

@@ -114,6 +114,9 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
             let _ = requests.send(request);
         }
     };
+    // The pane a key was just typed into: its next output is its echo, parsed and drawn at
+    // once instead of at the next round and frame (beside a flood those are ~2 frames).
+    let mut awaiting_echo = None;
     let outcome = loop {
         let now = Instant::now();
         let wake = if app.has_pending_output() {
@@ -133,7 +136,13 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
         tokio::select! {
             biased;
             input = inputs.next() => match input {
-                terminal::Input::Bytes(bytes) => send(app.on_input(&bytes)),
+                terminal::Input::Bytes(bytes) => {
+                    let batch = app.on_input(&bytes);
+                    if let Some(pane) = typed_into(&batch) {
+                        awaiting_echo = Some(pane);
+                    }
+                    send(batch);
+                }
                 terminal::Input::Resized => {
                     let (rows, cols) = screen.size()?;
                     send(app.resize(PaneSize::of_terminal(rows, cols)));
@@ -153,6 +162,15 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
             () = tokio::time::sleep_until(wake.into()) => {}
         }
         let woke = Instant::now();
+        // One early draw per key, so a pane flooding while typed into keeps the frame rate.
+        if let Some(pane) = awaiting_echo
+            && app.parse_echo(pane, PARSE_BUDGET, woke)
+        {
+            awaiting_echo = None;
+            screen.draw(&mut app)?;
+            last_draw = Instant::now();
+            drawn_second = wall_clock().as_secs();
+        }
         if app.has_pending_output() && woke >= parse_at {
             app.parse_pending(PARSE_BUDGET, woke);
             let now = Instant::now();
@@ -180,6 +198,14 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     };
     drop(screen);
     Ok(outcome)
+}
+
+/// The pane `batch` types into, if it does.
+fn typed_into(batch: &[ClientRequest]) -> Option<u64> {
+    batch.iter().rev().find_map(|request| match request {
+        ClientRequest::Input { pane, .. } => Some(*pane),
+        _ => None,
+    })
 }
 
 /// Time since the Unix epoch by the wall clock (what deadlines count from).
