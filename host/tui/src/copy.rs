@@ -519,11 +519,13 @@ const CTRL_H: u8 = 0x08;
 const CTRL_U: u8 = 0x15;
 
 impl App {
-    /// Leader `[`: scrollback mode at the live screen, the cursor where the pane's is.
-    pub(crate) fn enter_copy_mode(&mut self) {
+    /// Scrollback mode `offset` lines up (leader `[`: 0; a wheel notch: where it scrolled
+    /// to), the cursor where the pane's is and nothing selected or searched from a visit
+    /// before.
+    pub(crate) fn enter_copy_mode(&mut self, offset: usize) {
         if let Some(pane) = self.panes.get(self.active) {
             self.copy = CopyMode::at_cursor_of(pane.screen.screen());
-            self.mode = Mode::Scrollback(0);
+            self.mode = Mode::Scrollback(offset);
         }
     }
 

@@ -143,7 +143,7 @@ impl App {
             (b'1'..=b'9', _) => self.select(usize::from(byte - b'1')),
             (b'x', Some(pane)) => self.mode = Mode::ConfirmClose(pane),
             (b'r', Some(pane)) => return self.cancel_recovery(pane),
-            (b'[', Some(_)) => self.enter_copy_mode(),
+            (b'[', Some(_)) => self.enter_copy_mode(0),
             (b'z', _) => return self.claim_size(),
             (b'd', _) => self.outcome = Some(Outcome::Detached),
             (b'?', _) => self.mode = Mode::Help,

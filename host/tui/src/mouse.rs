@@ -227,7 +227,9 @@ impl App {
         let screen = self.panes[index].screen.screen_mut();
         screen.set_scrollback(wanted);
         let offset = screen.scrollback();
-        if offset > 0 {
+        if offset > 0 && reading.is_none() {
+            self.enter_copy_mode(offset);
+        } else if offset > 0 {
             self.mode = Mode::Scrollback(offset);
         } else if reading.is_some() {
             // Back at the bottom: scrollback mode ends, as `q` ends it.

@@ -214,3 +214,19 @@ fn the_terminal_reports_the_mouse_to_the_tui_or_mirrors_the_program() {
     output(&mut app, 1, b"\x1b[?1003l");
     assert_eq!(from_nothing(&app), "");
 }
+
+#[test]
+fn the_wheel_starts_copy_mode_afresh_without_an_earlier_selection() {
+    let mut app = split();
+    let lines: String = (1..=40).map(|n| format!("line {n}\r\n")).collect();
+    output(&mut app, 1, lines.as_bytes());
+    // Leader `[`, `v` selects from the cursor, `k` widens it, `q` leaves.
+    app.on_input(b"\x06[vk");
+    assert!(app.copy.selection().is_some());
+    app.on_input(b"q");
+    assert_eq!(app.mode, Mode::Normal);
+    let (column, row) = on_screen(&app, 0, 1, 1);
+    app.on_input(&wheel(true, column, row));
+    assert_eq!(app.mode, Mode::Scrollback(3));
+    assert_eq!(app.copy.selection(), None, "the old selection came back");
+}
