@@ -1428,9 +1428,27 @@ fn on_a_phone_a_swipe_scrolls_the_scrollback_or_turns_the_wheel_of_a_program_tha
     let web = Web::start(PLAIN_SHELL);
     let mut browser = web.phone();
     open_first_pane(&mut browser);
-    type_line(&mut browser, "seq 1 300");
-    wait_for_line(&mut browser, "300");
-    let bottom = browser.eval(VIEWPORT);
+    type_line(&mut browser, "seq 1 300; echo end-$((6*7))");
+    // The prompt after the output too: a line that came later would move the bottom.
+    browser.wait_for(
+        "the prompt after the output",
+        &format!(
+            "(() => {{ const lines = {}.split('\\n').filter(line => line.trim() !== ''); \
+             const end = lines.lastIndexOf('end-42'); \
+             return end >= 0 && end < lines.length - 1; }})()",
+            buffer_of(ACTIVE)
+        ),
+    );
+    // And nothing moving any more (a late fit of the page would change the rows).
+    let mut bottom = browser.eval(VIEWPORT);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = browser.eval(VIEWPORT);
+        if now == bottom {
+            break;
+        }
+        bottom = now;
+    }
     assert_eq!(bottom[0], bottom[1], "{bottom}");
     let row = browser
         .eval("(() => { const p = nightcrow.panes.get(nightcrow.active); \
@@ -1444,7 +1462,11 @@ fn on_a_phone_a_swipe_scrolls_the_scrollback_or_turns_the_wheel_of_a_program_tha
     let moved = bottom[0].as_f64().unwrap() - up[0].as_f64().unwrap();
     assert_eq!(moved, (200.0 / row).trunc(), "{up} (rows of {row} px)");
     browser.swipe(".pane-view.active", 0.0, -400.0);
-    assert_eq!(browser.eval(VIEWPORT), bottom);
+    let back = browser.eval(VIEWPORT);
+    assert_eq!(
+        back[0], back[1],
+        "back at the bottom: {back}, first {bottom}"
+    );
 
     // Mouse reports on (SGR): the program gets wheel-up turns; the view does not move.
     type_line(&mut browser, "printf '\\033[?1000h\\033[?1006h'; cat -v");
@@ -1454,6 +1476,10 @@ fn on_a_phone_a_swipe_scrolls_the_scrollback_or_turns_the_wheel_of_a_program_tha
     );
     let before = browser.eval(VIEWPORT);
     browser.swipe(".pane-view.active", 0.0, 3.5 * row);
+    // The view stays at the bottom. Checked before Enter: a key typed scrolls the view down
+    // by itself, and the reports' line moves the bottom.
+    let after = browser.eval(VIEWPORT);
+    assert_eq!(after[0], after[1], "scrolled: {after}, first {before}");
     browser.tap("#keys [data-key=Enter]");
     let shown = browser.wait_for(
         "the wheel reports",
@@ -1467,5 +1493,4 @@ fn on_a_phone_a_swipe_scrolls_the_scrollback_or_turns_the_wheel_of_a_program_tha
         3,
         "{shown}"
     );
-    assert_eq!(browser.eval(VIEWPORT), before);
 }
