@@ -421,14 +421,16 @@ impl App {
 
     /// One pane's round of parsing; how many bytes it took.
     fn parse_pane(&mut self, index: usize, budget: usize, now: Instant) -> usize {
-        let on_screen = self.view().cell_of(index).is_some();
-        let Some(pane) = self.panes.get_mut(index) else {
-            return 0;
-        };
-        if pane.pending_len == 0 && !pane.restart {
+        let has_work = self
+            .panes
+            .get(index)
+            .is_some_and(|pane| pane.pending_len > 0 || pane.restart);
+        if !has_work {
             return 0;
         }
-        let used = pane.parse_round(budget, now);
+        // Only for a pane that parses: the layout is worked out anew on each call.
+        let on_screen = self.view().cell_of(index).is_some();
+        let used = self.panes[index].parse_round(budget, now);
         // Every pane on the screen is drawn again, not only the one in view: a split shows
         // a flood beside the pane being typed in.
         if on_screen {
