@@ -168,3 +168,80 @@ fn every_function_the_architecture_cites_exists() {
         "ARCHITECTURE.md cites functions no source defines: {missing:?}"
     );
 }
+
+/// The crate names a manifest's `[dependencies]` table lists (not dev-dependencies).
+fn dependencies(manifest: &str) -> Vec<String> {
+    let text = fs::read_to_string(root().join(manifest)).unwrap();
+    text.lines()
+        .skip_while(|line| line.trim() != "[dependencies]")
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter_map(|line| line.split(['.', ' ', '=']).next())
+        .filter(|name| !name.is_empty() && !name.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn dependencies_are_read_from_the_manifest() {
+    let hub = dependencies("host/hub/Cargo.toml");
+    assert!(
+        hub.contains(&"nightcrow-client-protocol".to_owned()),
+        "{hub:?}"
+    );
+    assert!(hub.contains(&"nightcrow-plugin-host".to_owned()), "{hub:?}");
+    assert!(
+        !hub.contains(&"tempfile".to_owned()),
+        "a dev-dependency: {hub:?}"
+    );
+}
+
+/// The terminal client speaks the client protocol crate and builds none of the server: not
+/// the hub, the daemon, the plugin runtime (wasmtime) or the panes.
+#[test]
+fn the_terminal_client_depends_on_the_protocol_not_the_server() {
+    let server = [
+        "nightcrow-hub",
+        "nightcrow-daemon",
+        "nightcrow-plugin-host",
+        "nightcrow-pane",
+        "nightcrow-web",
+    ];
+    let tui = dependencies("host/tui/Cargo.toml");
+    let offenders: Vec<_> = tui
+        .iter()
+        .filter(|name| server.contains(&name.as_str()))
+        .collect();
+    assert!(offenders.is_empty(), "host/tui depends on {offenders:?}");
+    assert!(tui.contains(&"nightcrow-client-protocol".to_owned()));
+}
+
+/// Messages between clients and the daemon are tagged by `type`; every such type lives in
+/// the client protocol crate, so there is one place to read the wire.
+#[test]
+fn client_wire_messages_live_only_in_the_client_protocol_crate() {
+    let home = root().join("host/client-protocol");
+    let offenders: Vec<_> = crate_sources()
+        .into_iter()
+        .filter(|path| !path.starts_with(&home))
+        .filter(|path| {
+            let text = fs::read_to_string(path).unwrap();
+            text.contains(&["tag = ", "\"type\""].concat())
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "serde types tagged by `type` outside host/client-protocol: {offenders:?}"
+    );
+}
+
+/// The web client checks sign-in once, as a layer on its routes, not in each handler.
+#[test]
+fn no_web_handler_checks_sign_in_by_hand() {
+    let offenders: Vec<_> = crate_sources()
+        .into_iter()
+        .filter(|path| path.starts_with(root().join("host/web")))
+        .filter(|path| fs::read_to_string(path).unwrap().contains("signed_in("))
+        .collect();
+    assert!(offenders.is_empty(), "`signed_in(` in {offenders:?}");
+}

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::{ClientError, Connection};
-use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_daemon::server::{ConfigSource, Daemon};
 use nightcrow_daemon::transport::{Claim, ClaimError};
 use nightcrow_guard::escape_controls;
@@ -369,7 +369,7 @@ pub fn status(home: &Home) -> Result<(), Failure> {
             outln!(
                 "  plugin {} {} (dropped events: {}, rejected lines: {})",
                 shown(&plugin.name),
-                shown(&plugin.state),
+                shown(&plugin.state.to_string()),
                 plugin.dropped_events,
                 plugin.rejected_lines
             );

@@ -11,8 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use nightcrow_client_protocol::{Frame, HubMessage};
 use nightcrow_guard::PluginPolicy;
-use nightcrow_hub::{Frame, Hub, HubConfig, HubMessage, HubPlugin, StartupCommand};
+use nightcrow_hub::{Hub, HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
     PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,

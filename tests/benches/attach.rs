@@ -32,9 +32,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage};
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::Connection;
-use nightcrow_hub::{ClientRequest, Frame, HubMessage};
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
@@ -307,7 +307,7 @@ fn at_rest(tokio: &tokio::runtime::Runtime, window: Duration) -> AtRest {
     tokio.block_on(async {
         let mut connection = Connection::open(&daemon.home()).await.expect("connect");
         connection
-            .ask(&nightcrow_daemon::message::DaemonRequest::Open {
+            .ask(&nightcrow_client_protocol::daemon::DaemonRequest::Open {
                 dir: repo.path().to_owned(),
             })
             .await

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
+use nightcrow_client_protocol::frame::WireFrame;
 use nightcrow_daemon::Home;
 use nightcrow_daemon::client::Connection;
-use nightcrow_daemon::frame::WireFrame;
-use nightcrow_daemon::message::{DaemonAnswer, DaemonRequest};
 use nightcrow_test_plugin_artifacts as guests;
 
 use serde_json::{Value, json};

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nightcrow_hub::{HubMessage, Notices, RecoveryReport};
+use nightcrow_client_protocol::{HubMessage, Notices, RecoveryReport};
 use nightcrow_test_browser::Browser;
 use nightcrow_test_plugin_artifacts as guests;
 use nightcrow_tui::format::{Clock, Recovery, deadline_text, span};
@@ -379,7 +379,7 @@ fn only_a_session_from_this_origin_gets_in_and_bad_messages_do_not_end_it() {
     // Over the cap: refused from its header without being read in, the connection ends.
     // The server may close while the rest is still being written, so the send itself can
     // fail with a broken pipe or a reset; either way the server ends the connection.
-    let oversize = "x".repeat(nightcrow_hub::MAX_MESSAGE_BYTES + 1);
+    let oversize = "x".repeat(nightcrow_client_protocol::MAX_MESSAGE_BYTES + 1);
     if let Err(error) = socket.send(Message::text(oversize)) {
         assert!(
             matches!(&error, tungstenite::Error::Io(io) if matches!(
@@ -798,7 +798,7 @@ fn a_wait_counts_down_and_its_call_back_is_notified_once_and_counted_in_the_titl
 }
 
 /// The page's copies of the Rust clients' wording and reading — `chip.js` of
-/// `nightcrow_tui::format`, `notice.js` of `nightcrow_hub::Notices` — answer the same for the
+/// `nightcrow_tui::format`, `notice.js` of `nightcrow_client_protocol::Notices` — answer the same for the
 /// same input, in the browser that runs them.
 #[test]
 fn the_page_words_deadlines_and_reads_notices_as_the_rust_clients_do() {
@@ -813,7 +813,7 @@ fn the_page_words_deadlines_and_reads_notices_as_the_rust_clients_do() {
     let report = |pane, state: &str, detail: Option<&str>| {
         HubMessage::Recovery(RecoveryReport {
             pane,
-            state: state.to_owned(),
+            state: state.into(),
             detail: detail.map(str::to_owned),
             deadline_epoch: None,
             attempt: 0,
@@ -896,7 +896,7 @@ fn the_page_words_deadlines_and_reads_notices_as_the_rust_clients_do() {
     };
     let waiting = |detail: &str, left: Option<i64>, attempt: u32| RecoveryReport {
         pane: 1,
-        state: "waiting_for_reset".to_owned(),
+        state: "waiting_for_reset".into(),
         detail: Some(detail.to_owned()),
         deadline_epoch: left.map(|left| noon + left),
         attempt,

@@ -3,13 +3,15 @@
 
 use std::path::Path;
 
-use nightcrow_hub::{ClientRequest, Frame, HubMessage, parse_output_frame};
+use futures::StreamExt;
+use nightcrow_client_protocol::daemon::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
+use nightcrow_client_protocol::frame::{FrameError, WireCodec, WireFrame, write_frame};
+use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage, parse_output_frame};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
 
 use crate::Home;
-use crate::frame::{FrameError, WireFrame, read_frame, write_frame};
-use crate::message::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
 use crate::transport::{self, Claim, ClientStream};
 
 /// Why talking to the daemon failed.
@@ -32,7 +34,7 @@ pub enum ClientError {
 /// A greeted connection to the daemon.
 pub struct Connection {
     home: Home,
-    reader: ReadHalf<ClientStream>,
+    reader: FramedRead<ReadHalf<ClientStream>, WireCodec>,
     writer: WriteHalf<ClientStream>,
 }
 
@@ -50,7 +52,7 @@ impl Connection {
         let (reader, writer) = tokio::io::split(stream);
         let mut connection = Connection {
             home: home.clone(),
-            reader,
+            reader: FramedRead::new(reader, WireCodec),
             writer,
         };
         connection
@@ -81,7 +83,7 @@ impl Connection {
 
     /// The next frame from the daemon; `None` when it closed the connection.
     pub async fn next(&mut self) -> Result<Option<WireFrame>, ClientError> {
-        Ok(read_frame(&mut self.reader).await?)
+        Ok(self.reader.next().await.transpose()?)
     }
 
     /// Attaches to the hub of `repo` (opened if it is not yet). Frames arrive on the first
@@ -90,9 +92,10 @@ impl Connection {
     /// second are sent in order.
     ///
     /// If the hub drops this client anyway (it fell behind, e.g. stopped or starved of CPU)
-    /// the attachment is made again by itself: the stream carries on with a new `hello`
-    /// and a fresh replay, which a client takes as "start over". The first channel closes
-    /// only when the daemon cannot be reached any more.
+    /// the daemon attaches it again on the same connection, and if the daemon ends the
+    /// connection (a restart) this attaches again by itself: either way the stream carries
+    /// on with a new `hello` and a fresh replay, which a client takes as "start over". The
+    /// first channel closes only when the daemon cannot be reached any more.
     pub async fn attach(
         mut self,
         repo: &Path,
@@ -141,24 +144,10 @@ impl Connection {
             mut writer,
         } = self;
         loop {
-            // Reading a frame is not cancel-safe, so it has a task of its own.
-            let (ended, mut stream_ended) = tokio::sync::oneshot::channel::<()>();
-            let forward = frames.clone();
-            let read = tokio::spawn(async move {
-                while let Ok(Some(frame)) = read_frame(&mut reader).await {
-                    if let Some(frame) = hub_frame(frame)
-                        && forward.send(frame).is_err()
-                    {
-                        break;
-                    }
-                }
-                let _ = ended.send(());
-            });
             loop {
                 tokio::select! {
                     request = requests.recv() => {
                         let Some(request) = request else {
-                            read.abort();
                             return;
                         };
                         let text = serde_json::to_string(&request).expect("requests serialise");
@@ -166,10 +155,18 @@ impl Connection {
                             break;
                         }
                     }
-                    _ = &mut stream_ended => break,
+                    frame = reader.next() => {
+                        let Some(Ok(frame)) = frame else {
+                            break;
+                        };
+                        if let Some(frame) = hub_frame(frame)
+                            && frames.send(frame).is_err()
+                        {
+                            return;
+                        }
+                    }
                 }
             }
-            read.abort();
             if frames.is_closed() {
                 return;
             }
@@ -235,7 +232,7 @@ fn hub_frame(frame: WireFrame) -> Option<Frame> {
         WireFrame::Output(frame) => {
             let (pane, _) = parse_output_frame(&frame)?;
             // The id is the first four bytes; the rest is shared, not copied.
-            let bytes = bytes::Bytes::from(frame).slice(4..);
+            let bytes = frame.slice(4..);
             Some(Frame::Output { pane, bytes })
         }
     }

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
-use nightcrow_hub::{Charged, HubSnapshot, PaneExit, PaneSnapshot, RecoveryReport, StartupCommand};
+use nightcrow_client_protocol::RecoveryReport;
+use nightcrow_hub::{Charged, HubSnapshot, PaneExit, PaneSnapshot, StartupCommand};
 use nightcrow_pane::PaneSize;
 use nightcrow_protocol::Token;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,8 @@
 //! The nightcrow daemon, below the CLI and above the hubs: where its files live ([`Home`]),
 //! the installed-plugin registry ([`registry`]), the config-to-hub mapping ([`mapping`]),
-//! the single-instance endpoint ([`transport`]) with its framing ([`frame`]), the typed
-//! requests and answers spoken over it ([`message`]), the server that owns the hubs
+//! the single-instance endpoint ([`transport`]), the answers it makes from its hubs'
+//! reports ([`message`]; the messages themselves are the client protocol crate's), the
+//! server that owns the hubs
 //! ([`server`]), the state journal a restart takes the hubs back from ([`journal`]) and the
 //! CLI's side of a connection ([`client`]), the `[[notify]]` hooks ([`notify`]); its
 //! file-descriptor budget
@@ -13,7 +14,6 @@
 
 pub mod client;
 pub mod fdlimit;
-pub mod frame;
 pub mod journal;
 pub mod logfile;
 pub mod mapping;

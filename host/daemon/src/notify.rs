@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
+use nightcrow_client_protocol::{Notice, NoticeEvent};
 use nightcrow_config::NotifyHook;
-use nightcrow_hub::{Notice, NoticeEvent};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
@@ -64,7 +64,7 @@ impl Delivery {
             ("NIGHTCROW_PANE", self.notice.pane.to_string()),
             (
                 "NIGHTCROW_STATE",
-                report.map(|r| r.state.clone()).unwrap_or_default(),
+                report.map(|r| r.state.to_string()).unwrap_or_default(),
             ),
             (
                 "NIGHTCROW_DETAIL",
@@ -439,7 +439,7 @@ async fn post(
 mod tests {
     use std::io::Write;
 
-    use nightcrow_hub::RecoveryReport;
+    use nightcrow_client_protocol::RecoveryReport;
     use tokio::io::AsyncReadExt;
     use tokio::net::TcpListener;
 
@@ -500,7 +500,7 @@ mod tests {
                 event,
                 report: Some(RecoveryReport {
                     pane,
-                    state: "needs_attention".to_owned(),
+                    state: "needs_attention".into(),
                     detail: Some("limit reset".to_owned()),
                     deadline_epoch: Some(1_771_890_527),
                     attempt: 1,

@@ -12,22 +12,29 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use futures::StreamExt;
+use nightcrow_client_protocol::Frame;
+use nightcrow_client_protocol::daemon::{
+    DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, StatusAnswer,
+};
+use nightcrow_client_protocol::frame::{
+    FrameError, WireCodec, WireFrame, write_frame, write_output,
+};
 use nightcrow_config::Config;
-use nightcrow_hub::{Frame, Hub, HubHandle, HubSnapshot, PaneSnapshot};
+use nightcrow_hub::relay::{Inbound, PeerGone, Transport, relay};
+use nightcrow_hub::{Hub, HubHandle, HubSnapshot, PaneSnapshot};
 use nightcrow_plugin_host::PluginRuntime;
 use nightcrow_web::accept::AcceptBackoff;
 use nightcrow_web::{Hubs, WebServer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Mutex, Notify, mpsc, watch};
+use tokio::sync::{Mutex, Notify, watch};
+use tokio_util::codec::FramedRead;
 
 use crate::Home;
 use crate::fdlimit::web_connection_cap;
-use crate::frame::{WireFrame, read_frame, write_frame, write_output};
 use crate::journal::Journal;
 use crate::mapping::hub_config;
-use crate::message::{
-    DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, RepoReload, RepoStatus, StatusAnswer,
-};
+use crate::message::{repo_reload, repo_status};
 use crate::notify::Notifier;
 use crate::transport::Claim;
 
@@ -346,7 +353,7 @@ impl Daemon {
                     continue;
                 }
             };
-            repos.push(RepoReload::new(root, report, &unusable));
+            repos.push(repo_reload(root, report, &unusable));
         }
         Ok(DaemonAnswer::Reloaded { repos })
     }
@@ -363,7 +370,7 @@ impl Daemon {
         let mut repos = Vec::new();
         for (root, hub) in hubs {
             if let Ok(status) = hub.status().await {
-                repos.push(RepoStatus::new(&root, &status));
+                repos.push(repo_status(&root, &status));
             }
         }
         DaemonAnswer::Status(StatusAnswer {
@@ -374,49 +381,35 @@ impl Daemon {
     }
 
     async fn connection(self: Arc<Daemon>, stream: impl AsyncRead + AsyncWrite + Send + 'static) {
-        let (mut reader, mut writer) = tokio::io::split(stream);
-        // Frames are read by their own task: reading one is not cancel-safe, a channel is.
-        let (frames_tx, mut frames) = mpsc::channel(16);
-        // Aborted when this connection's handling ends (the client left, or the hub dropped
-        // it): the task holds the socket's read half, and the client must see the socket
-        // close, not a silent stream.
-        let _reader = AbortOnDrop(tokio::spawn(async move {
-            loop {
-                let frame = read_frame(&mut reader).await;
-                let end = !matches!(frame, Ok(Some(_)));
-                if frames_tx.send(frame).await.is_err() || end {
-                    break;
-                }
-            }
-        }));
+        let (reader, writer) = tokio::io::split(stream);
+        // Both halves are dropped when this returns, so the client sees the socket close,
+        // not a silent stream.
+        let mut socket = Socket {
+            frames: FramedRead::new(reader, WireCodec),
+            writer,
+        };
         let mut greeted = false;
-        while let Some(frame) = frames.recv().await {
-            let text = match frame {
-                Ok(Some(WireFrame::Control(text))) => text,
-                Ok(Some(WireFrame::Output(_))) => {
-                    let error = DaemonAnswer::error("binary frames are output, not requests");
-                    if reply(&mut writer, error).await.is_err() {
+        loop {
+            let text = match socket.recv().await {
+                Inbound::Request(text) => text,
+                Inbound::Handled | Inbound::KeepAliveDue => continue,
+                Inbound::Refused(why) => {
+                    if socket.answer(DaemonAnswer::error(why)).await.is_err() {
                         return;
                     }
                     continue;
                 }
-                Ok(None) => return,
-                Err(error) => {
-                    // The stream is out of step; say why and hang up.
-                    let _ = reply(&mut writer, DaemonAnswer::error(error.to_string())).await;
+                Inbound::Broken(why) => {
+                    let _ = socket.answer(DaemonAnswer::error(why)).await;
                     return;
                 }
+                Inbound::Closed => return,
             };
             let request = match serde_json::from_str::<DaemonRequest>(&text) {
                 Ok(request) => request,
                 Err(error) => {
-                    if reply(
-                        &mut writer,
-                        DaemonAnswer::error(format!("bad request: {error}")),
-                    )
-                    .await
-                    .is_err()
-                    {
+                    let error = DaemonAnswer::error(format!("bad request: {error}"));
+                    if socket.answer(error).await.is_err() {
                         return;
                     }
                     continue;
@@ -434,7 +427,7 @@ impl Daemon {
                     let message = format!(
                         "daemon protocol version {DAEMON_PROTOCOL_VERSION}, client sent {version}"
                     );
-                    let _ = reply(&mut writer, DaemonAnswer::error(message)).await;
+                    let _ = socket.answer(DaemonAnswer::error(message)).await;
                     return;
                 }
                 _ if !greeted => DaemonAnswer::error("say hello first"),
@@ -449,18 +442,63 @@ impl Daemon {
                     Err(message) => DaemonAnswer::error(message),
                 },
                 DaemonRequest::Stop => {
-                    let _ = reply(&mut writer, DaemonAnswer::Stopping).await;
+                    let _ = socket.answer(DaemonAnswer::Stopping).await;
                     self.stop.notify_one();
                     return;
                 }
                 DaemonRequest::Attach { repo } => match self.open(&repo).await {
-                    Ok((_, hub)) => return attached(hub, frames, writer).await,
+                    Ok((_, hub)) => return relay(&hub, &mut socket).await,
                     Err(message) => DaemonAnswer::error(message),
                 },
             };
-            if reply(&mut writer, answer).await.is_err() {
+            if socket.answer(answer).await.is_err() {
                 return;
             }
+        }
+    }
+}
+
+/// A client's connection on the socket (or pipe): frames read with the codec, written
+/// whole. After `attach` it is the hub relay's [`Transport`].
+struct Socket<R, W> {
+    frames: FramedRead<R, WireCodec>,
+    writer: W,
+}
+
+impl<R, W> Socket<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    async fn answer(&mut self, answer: DaemonAnswer) -> Result<(), FrameError> {
+        write_frame(&mut self.writer, &WireFrame::Control(answer.to_json())).await
+    }
+}
+
+impl<R, W> Transport for Socket<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    async fn send(&mut self, frame: Frame) -> Result<(), PeerGone> {
+        let written = match frame {
+            Frame::Message(message) => {
+                write_frame(&mut self.writer, &WireFrame::Control(message.to_json())).await
+            }
+            Frame::Output { pane, bytes } => write_output(&mut self.writer, pane, &bytes).await,
+        };
+        written.map_err(|_| PeerGone)
+    }
+
+    async fn recv(&mut self) -> Inbound {
+        match self.frames.next().await {
+            Some(Ok(WireFrame::Control(text))) => Inbound::Request(text),
+            Some(Ok(WireFrame::Output(_))) => {
+                Inbound::Refused("binary frames are output, not requests".to_owned())
+            }
+            // The stream is out of step: say why and hang up.
+            Some(Err(error)) => Inbound::Broken(error.to_string()),
+            None => Inbound::Closed,
         }
     }
 }
@@ -482,69 +520,4 @@ impl Hubs for DaemonHubs {
         let state = daemon.state.lock().await;
         state.hubs.get(repo).cloned()
     }
-}
-
-/// An attached connection: hub frames out, client requests in, until either side ends.
-async fn attached(
-    hub: HubHandle,
-    mut frames: mpsc::Receiver<Result<Option<WireFrame>, crate::frame::FrameError>>,
-    mut writer: impl AsyncWrite + Unpin,
-) {
-    let Ok(mut client) = hub.attach().await else {
-        let _ = reply(&mut writer, DaemonAnswer::error("the hub has shut down")).await;
-        return;
-    };
-    loop {
-        tokio::select! {
-            frame = client.recv() => {
-                let written = match frame {
-                    Some(Frame::Message(message)) => {
-                        write_frame(&mut writer, &WireFrame::Control(message.to_json())).await
-                    }
-                    Some(Frame::Output { pane, bytes }) => {
-                        write_output(&mut writer, pane, &bytes).await
-                    }
-                    // Disconnected by the hub (fell behind, or it shut down).
-                    None => return,
-                };
-                if written.is_err() {
-                    return;
-                }
-            }
-            incoming = frames.recv() => match incoming {
-                Some(Ok(Some(WireFrame::Control(text)))) => {
-                    if client.send_json(&text).await.is_err() {
-                        return;
-                    }
-                }
-                Some(Ok(Some(WireFrame::Output(_)))) => {
-                    let error = DaemonAnswer::error("binary frames are output, not requests");
-                    if reply(&mut writer, error).await.is_err() {
-                        return;
-                    }
-                }
-                Some(Err(error)) => {
-                    let _ = reply(&mut writer, DaemonAnswer::error(error.to_string())).await;
-                    return;
-                }
-                Some(Ok(None)) | None => return,
-            },
-        }
-    }
-}
-
-/// Aborts the task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn reply(
-    writer: &mut (impl AsyncWrite + Unpin),
-    answer: DaemonAnswer,
-) -> Result<(), crate::frame::FrameError> {
-    write_frame(writer, &WireFrame::Control(answer.to_json())).await
 }

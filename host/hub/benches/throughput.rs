@@ -16,8 +16,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nightcrow_client_protocol::{Frame, HubMessage};
 use nightcrow_guard::PluginPolicy;
-use nightcrow_hub::{Frame, Hub, HubConfig, HubMessage, HubPlugin, StartupCommand};
+use nightcrow_hub::{Hub, HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
     PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::client::Frame;
+use nightcrow_client_protocol::Frame;
 
 /// Bytes a client may have queued before it counts as fallen behind and is disconnected.
 pub const CLIENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
@@ -216,7 +216,7 @@ impl FrameReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::HubMessage;
+    use nightcrow_client_protocol::HubMessage;
 
     fn output(len: usize) -> Frame {
         output_of(1, &"x".repeat(len))

@@ -8,10 +8,10 @@ use nightcrow_guard::PaneId;
 use nightcrow_plugin_host::Health;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::client::{ClientRequest, Frame, RecoveryReport};
 use crate::config::HubConfig;
-use crate::notice::Notice;
 use crate::snapshot::HubSnapshot;
+use nightcrow_client_protocol::Notice;
+use nightcrow_client_protocol::{ClientRequest, Frame, RecoveryReport};
 
 /// Requests waiting for the worker before callers wait in `send` (SPEC §6.1).
 pub const REQUEST_QUEUE: usize = 256;

@@ -2,7 +2,7 @@
 //! its PTY panes, its plugin instances, the one [`Guard`](nightcrow_guard::Guard), the
 //! owners of panes, the panes opted into a plugin by a startup command, and the relaunch
 //! holds. Everything else talks to it through a [`HubHandle`], whose calls are messages on a
-//! bounded queue; clients get an ordered, bounded [`Client`] stream of [`Frame`]s.
+//! bounded queue; clients get an ordered, bounded [`Client`] stream of [`Frame`](nightcrow_client_protocol::Frame)s.
 //!
 //! **Invariants:**
 //! - the only path from a plugin's request to a pane is `Supervisor` → facts resolved from
@@ -14,11 +14,13 @@
 //! - wherever a relaunch hold ends, clients get `recovery` with state `cancelled`.
 //!
 //! It refuses to know about config files and sockets: the daemon maps its configuration to
-//! a [`HubConfig`] and carries [`Frame`]s to its transports.
+//! a [`HubConfig`] and carries [`Frame`](nightcrow_client_protocol::Frame)s to its transports. What clients are sent and may
+//! ask is the client protocol crate's ([`nightcrow_client_protocol`]).
 //!
 //! ```no_run
 //! # async fn demo(runtime: nightcrow_plugin_host::PluginRuntime) -> Result<(), nightcrow_hub::HubError> {
-//! use nightcrow_hub::{Frame, Hub, HubConfig, HubMessage};
+//! use nightcrow_client_protocol::{Frame, HubMessage};
+//! use nightcrow_hub::{Hub, HubConfig};
 //!
 //! let config = HubConfig::new("/srv/repo".into(), "/run/user/1000/nightcrow/0123456789abcdef".into());
 //! let hub = Hub::spawn(config, runtime)?;
@@ -29,7 +31,7 @@
 //!     match frame {
 //!         Frame::Message(message) => println!("{}", message.to_json()),
 //!         Frame::Output { pane, bytes } => {
-//!             let wire = nightcrow_hub::output_frame(pane, &bytes);
+//!             let wire = nightcrow_client_protocol::output_frame(pane, &bytes);
 //! #           drop(wire);
 //!         }
 //!     }
@@ -39,28 +41,22 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod client;
 mod config;
 mod frames;
 mod handle;
-mod notice;
+pub mod relay;
 mod snapshot;
 mod worker;
 
 use nightcrow_plugin_host::PluginRuntime;
 use tokio::sync::mpsc;
 
-pub use client::{
-    CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, MAX_MESSAGE_BYTES, RecoveryReport,
-    output_frame, output_frame_id, parse_output_frame,
-};
 pub use config::{HubConfig, HubPlugin, PENDING_RELAUNCH_TTL, StartupCommand};
 pub use frames::CLIENT_QUEUE_BYTES;
 pub use handle::{
     Client, HoldStatus, HubError, HubHandle, HubStatus, PaneStatus, PluginStatus, REQUEST_QUEUE,
     ReloadReport, RequestOutcome,
 };
-pub use notice::{Notice, NoticeEvent, Notices};
 pub use snapshot::{Charged, HubSnapshot, PaneExit, PaneSnapshot, SCREEN_EVERY};
 
 /// Starts hubs.

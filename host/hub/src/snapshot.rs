@@ -12,8 +12,8 @@ use nightcrow_guard::BudgetCharges;
 use nightcrow_pane::PaneSize;
 use nightcrow_protocol::{Generation, Token};
 
-use crate::client::RecoveryReport;
 use crate::config::StartupCommand;
+use nightcrow_client_protocol::RecoveryReport;
 
 /// How often a pane's screen alone (output, nothing else changed) is published: what a
 /// daemon killed mid-stream loses of it at most.

@@ -7,8 +7,10 @@ use std::num::NonZeroU16;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use nightcrow_client_protocol::{
+    ClientRequest, Frame, HubMessage, Notice, Notices, PluginHealth, RecoveryReport, RecoveryState,
+};
 use nightcrow_config::LeaderKey;
-use nightcrow_hub::{ClientRequest, Frame, HubMessage, Notice, Notices, RecoveryReport};
 
 use ratatui::layout::Rect;
 
@@ -588,9 +590,9 @@ impl App {
                 state,
                 detail,
             } => {
-                if state != "running" {
+                if state != PluginHealth::Running {
                     let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
-                    self.say(format!("plugin {name} {}{detail}", state.replace('_', " ")));
+                    self.say(format!("plugin {name} {state}{detail}"));
                 }
             }
             HubMessage::Error { message } => self.say(format!("hub: {message}")),
@@ -609,7 +611,7 @@ impl App {
             return;
         }
         let was_shown = pane.recovery.take().is_some();
-        if report.state == "cancelled" && pane.held {
+        if report.state == RecoveryState::Cancelled && pane.held {
             // The hold is over (cancelled, expired, or its plugin stopped): plainly exited.
             pane.held = false;
             self.say(format!(

@@ -36,7 +36,7 @@ fn output(app: &mut App, pane: u64, bytes: &[u8]) {
 fn report(pane: u64, state: &str) -> Frame {
     Frame::Message(HubMessage::Recovery(RecoveryReport {
         pane,
-        state: state.to_owned(),
+        state: state.into(),
         detail: None,
         deadline_epoch: None,
         attempt: 0,
@@ -407,7 +407,7 @@ fn a_deadline_in_view_counts_down() {
     let timed = |pane| {
         Frame::Message(HubMessage::Recovery(RecoveryReport {
             pane,
-            state: "waiting_for_reset".to_owned(),
+            state: "waiting_for_reset".into(),
             detail: None,
             deadline_epoch: Some(1_771_890_527),
             attempt: 0,

@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use chrono::TimeZone;
-use nightcrow_hub::RecoveryReport;
+use nightcrow_client_protocol::RecoveryReport;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// Widest a tab label may be, marker included; longer titles are cut, never the marker.
@@ -48,7 +48,7 @@ pub struct Recovery {
 impl Recovery {
     pub fn from_report(report: &RecoveryReport) -> Recovery {
         Recovery {
-            state: report.state.clone(),
+            state: report.state.to_string(),
             detail: report.detail.clone(),
             deadline_epoch: report.deadline_epoch,
             attempt: report.attempt,
@@ -349,7 +349,7 @@ mod tests {
     fn report(deadline: Option<i64>, attempt: u32, detail: Option<&str>) -> RecoveryReport {
         RecoveryReport {
             pane: 1,
-            state: "waiting_for_reset".to_owned(),
+            state: "waiting_for_reset".into(),
             detail: detail.map(str::to_owned),
             deadline_epoch: deadline,
             attempt,

@@ -2,8 +2,8 @@
 //! what the TUI does itself (the leader and the key after it, the close prompt, scrollback
 //! mode, the help), and the key table the help shows.
 
+use nightcrow_client_protocol::ClientRequest;
 use nightcrow_config::LeaderKey;
-use nightcrow_hub::ClientRequest;
 
 use crate::Role;
 use crate::app::{App, Arrival, Mode, Outcome};

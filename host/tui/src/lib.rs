@@ -28,8 +28,8 @@ mod terminal;
 
 use std::time::{Duration, Instant, SystemTime};
 
+use nightcrow_client_protocol::{ClientRequest, Frame};
 use nightcrow_config::{LeaderKey, TuiNotify};
-use nightcrow_hub::{ClientRequest, Frame};
 use tokio::sync::mpsc;
 
 pub use app::{App, Mode, Outcome, PaneSize};

@@ -4,7 +4,7 @@
 //! them over its own cell, in its own coordinates and encoding. A report is never typed
 //! into a pane as keys.
 
-use nightcrow_hub::ClientRequest;
+use nightcrow_client_protocol::ClientRequest;
 use vt100::{MouseProtocolEncoding as Encoding, MouseProtocolMode as Wants};
 
 use crate::Role;

@@ -1,8 +1,8 @@
 //! The state machine fed with the SGR mouse reports a terminal sends.
 
 use bytes::Bytes;
+use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage};
 use nightcrow_config::LeaderKey;
-use nightcrow_hub::{ClientRequest, Frame, HubMessage};
 
 use crate::FirstPane;
 use crate::app::{App, Mode, PaneSize};

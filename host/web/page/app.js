@@ -4,7 +4,7 @@
 // replay that follows, so a reconnect or a reload never shows output twice.
 import { Terminal } from "/assets/xterm.mjs";
 import { FitAddon } from "/assets/addon-fit.mjs";
-import { chipText, hasDeadline, isActive, marker, nowEpoch, truncate } from "/assets/chip.js";
+import { chipText, endsHold, hasDeadline, isActive, marker, nowEpoch, truncate } from "/assets/chip.js";
 import { CALLS_BACK, Notices, noticeText } from "/assets/notice.js";
 import { KeyBar, followSwipes } from "/assets/keys.js";
 
@@ -380,7 +380,7 @@ function onMessage(message) {
       } else {
         const wasShown = pane.recovery !== null;
         pane.recovery = null;
-        if (message.state === "cancelled" && pane.held) {
+        if (endsHold(message) && pane.held) {
           pane.held = false;
           say(`${label(pane)}: recovery ended; it stays exited (× on its tab closes it)`);
         } else if (message.detail) {

@@ -10,9 +10,19 @@ export const DETAIL_WIDTH = 40;
  *  the deadline: the chip says `auto-continue at 14:05 (…)` instead of repeating it. */
 const AUTO_CONTINUE = "auto-continue";
 
+/** The two report states that mean something to a client (RecoveryState in
+ *  host/client-protocol/src/hub.rs); every other state is the plugin's label, only shown. */
+const IDLE = "idle";
+const CANCELLED = "cancelled";
+
 /** Whether a report means recovery is under way (`idle` and `cancelled` do not). */
 export function isActive(report) {
-  return report.state !== "idle" && report.state !== "cancelled";
+  return report.state !== IDLE && report.state !== CANCELLED;
+}
+
+/** Whether the report is the hub's word that the pane's relaunch hold ended. */
+export function endsHold(report) {
+  return report.state === CANCELLED;
 }
 
 /** Whether the report has a deadline (and its chip counts down). */

@@ -1,5 +1,5 @@
 // What is worth telling a person who is away: the page's copy of the hub's `Notices`
-// (host/hub/src/notice.rs), which the terminal client and the daemon's `[[notify]]` hooks
+// (host/client-protocol/src/notice.rs), which the terminal client and the daemon's `[[notify]]` hooks
 // share. The plugin's `status` is display-only text (SPEC §2.4), so the moments are read from
 // the labels the bundled plugin sends (SPEC §9.1): a pane entering `needs_attention`, `idle`
 // with detail `resumed` or `auto-continued`, and every `attention`.

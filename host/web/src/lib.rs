@@ -36,7 +36,7 @@ use std::sync::Arc;
 use nightcrow_config::WebConfig;
 use nightcrow_hub::HubHandle;
 
-pub use nightcrow_hub::MAX_MESSAGE_BYTES;
+pub use nightcrow_client_protocol::MAX_MESSAGE_BYTES;
 
 /// The daemon's open repositories, as the web client sees them.
 pub trait Hubs: Send + Sync + 'static {

@@ -12,12 +12,17 @@
 //!   attaches again, and the page, on the new `hello`, starts over from the replay (the
 //!   current scrollback) — as the TUI does;
 //! - **keep-alive**: a ping every [`PING_EVERY`], so that idle proxies keep the socket.
+//!
+//! The loop is the hub's one relay (`nightcrow_hub::relay`), which the daemon's socket
+//! uses too; this module is only the WebSocket's side of it.
 
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
-use nightcrow_hub::{Client, Frame, HubHandle, HubMessage, output_frame};
-use serde::Deserialize;
+use nightcrow_client_protocol::web::PageTransportMessage;
+use nightcrow_client_protocol::{Frame, output_frame};
+use nightcrow_hub::HubHandle;
+use nightcrow_hub::relay::{Inbound, PeerGone, Transport, relay};
 
 /// Unacknowledged output bytes that pause the stream.
 pub const UNACKED_PAUSE_ABOVE: u64 = 1024 * 1024;
@@ -26,94 +31,73 @@ pub const UNACKED_RESUME_BELOW: u64 = 256 * 1024;
 /// How often an idle socket is pinged.
 pub const PING_EVERY: Duration = Duration::from_secs(30);
 
-/// What the page may send that is the transport's, not the hub's.
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-enum TransportMessage {
-    /// The running total of output bytes the page has drawn.
-    Ack { bytes: u64 },
-}
-
 /// Carries one attachment of `hub` until the page leaves or the hub shuts down.
-pub async fn serve(mut socket: WebSocket, hub: HubHandle) {
-    let Ok(mut client) = hub.attach().await else {
-        let _ = send_error(&mut socket, "the hub has shut down").await;
-        return;
-    };
-    let mut sent: u64 = 0;
-    let mut acked: u64 = 0;
-    let mut paused = false;
+pub async fn serve(socket: WebSocket, hub: HubHandle) {
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
-    loop {
+    let mut page = PageSocket {
+        socket,
+        sent: 0,
+        acked: 0,
+        paused: false,
+        ping,
+    };
+    relay(&hub, &mut page).await;
+}
+
+/// The page's WebSocket as a [`Transport`]: output counted against the page's `ack`s.
+struct PageSocket {
+    socket: WebSocket,
+    /// Output bytes sent, and the most of them the page has said it drew.
+    sent: u64,
+    acked: u64,
+    paused: bool,
+    ping: tokio::time::Interval,
+}
+
+impl Transport for PageSocket {
+    async fn send(&mut self, frame: Frame) -> Result<(), PeerGone> {
+        let message = match frame {
+            Frame::Message(message) => Message::text(message.to_json()),
+            Frame::Output { pane, bytes } => {
+                self.sent += bytes.len() as u64;
+                self.paused = self.sent - self.acked > UNACKED_PAUSE_ABOVE;
+                Message::binary(output_frame(pane, &bytes))
+            }
+        };
+        self.socket.send(message).await.map_err(|_| PeerGone)
+    }
+
+    async fn recv(&mut self) -> Inbound {
         tokio::select! {
-            frame = client.recv(), if !paused => {
-                let message = match frame {
-                    Some(Frame::Message(message)) => Message::text(message.to_json()),
-                    Some(Frame::Output { pane, bytes }) => {
-                        sent += bytes.len() as u64;
-                        paused = sent - acked > UNACKED_PAUSE_ABOVE;
-                        Message::binary(output_frame(pane, &bytes))
+            incoming = self.socket.recv() => match incoming {
+                Some(Ok(Message::Text(text))) => match PageTransportMessage::parse(text.as_str()) {
+                    Some(PageTransportMessage::Ack { bytes }) => {
+                        self.acked = self.acked.max(bytes.min(self.sent));
+                        if self.paused && self.sent - self.acked < UNACKED_RESUME_BELOW {
+                            self.paused = false;
+                        }
+                        Inbound::Handled
                     }
-                    None => match reattach(&hub).await {
-                        Some(again) => {
-                            client = again;
-                            continue;
-                        }
-                        None => return,
-                    },
-                };
-                if socket.send(message).await.is_err() {
-                    return;
-                }
-            }
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Text(text))) => {
-                    match serde_json::from_str::<TransportMessage>(text.as_str()) {
-                        Ok(TransportMessage::Ack { bytes }) => {
-                            acked = acked.max(bytes.min(sent));
-                            if paused && sent - acked < UNACKED_RESUME_BELOW {
-                                paused = false;
-                            }
-                        }
-                        Err(_) => {
-                            if client.send_json(text.as_str()).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
+                    None => Inbound::Request(text.as_str().to_owned()),
+                },
                 Some(Ok(Message::Binary(_))) => {
-                    if send_error(&mut socket, "binary messages are output, not requests")
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
+                    Inbound::Refused("binary messages are output, not requests".to_owned())
                 }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => Inbound::Handled,
                 // Closed, or broken (an oversize message ends it before it is read).
-                Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+                Some(Ok(Message::Close(_)) | Err(_)) | None => Inbound::Closed,
             },
-            _ = ping.tick() => {
-                if socket.send(Message::Ping(Default::default())).await.is_err() {
-                    return;
-                }
-            }
+            _ = self.ping.tick() => Inbound::KeepAliveDue,
         }
     }
-}
 
-/// A new attachment after the hub dropped this client (it fell behind); `None` once the
-/// hub is gone.
-async fn reattach(hub: &HubHandle) -> Option<Client> {
-    tracing::debug!("the hub dropped a web client; attaching again");
-    hub.attach().await.ok()
-}
+    fn ready(&self) -> bool {
+        !self.paused
+    }
 
-async fn send_error(socket: &mut WebSocket, message: &str) -> Result<(), axum::Error> {
-    let error = HubMessage::Error {
-        message: message.to_owned(),
-    };
-    socket.send(Message::text(error.to_json())).await
+    async fn keep_alive(&mut self) -> Result<(), PeerGone> {
+        let ping = Message::Ping(Default::default());
+        self.socket.send(ping).await.map_err(|_| PeerGone)
+    }
 }

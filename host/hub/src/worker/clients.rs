@@ -5,11 +5,13 @@
 use std::time::Instant;
 
 use super::{ClientSlot, SlotRecord, Worker, pane_error};
-use crate::client::{CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, RecoveryReport};
 use crate::config::StartupCommand;
 use crate::frames::{NotQueued, QUEUED_PAUSE_ABOVE, QUEUED_RESUME_BELOW, STALL_LIMIT, frame_queue};
 use crate::handle::{
     Client, HoldStatus, HubError, HubHandle, HubStatus, PaneStatus, PluginStatus, RequestOutcome,
+};
+use nightcrow_client_protocol::{
+    CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, PluginHealth, RecoveryReport,
 };
 use nightcrow_guard::PaneId;
 use nightcrow_pane::PaneSize;
@@ -304,10 +306,15 @@ impl Worker {
         self.broadcast(Frame::Message(HubMessage::Recovery(report)));
     }
 
-    pub(super) fn broadcast_plugin(&mut self, name: &str, state: &str, detail: Option<String>) {
+    pub(super) fn broadcast_plugin(
+        &mut self,
+        name: &str,
+        state: PluginHealth,
+        detail: Option<String>,
+    ) {
         self.broadcast(Frame::Message(HubMessage::Plugin {
             name: name.to_owned(),
-            state: state.to_owned(),
+            state,
             detail,
         }));
     }

@@ -15,7 +15,7 @@ use nightcrow_protocol::{Command, LogLevel, Token};
 
 use super::clients::{created, program_title};
 use super::{SlotRecord, Worker};
-use crate::client::{Frame, HubMessage, RecoveryReport};
+use nightcrow_client_protocol::{Frame, HubMessage, RecoveryReport};
 
 /// Commands taken from one plugin before other sources are served (SPEC §4.4).
 const COMMANDS_PER_ROUND: usize = 8;
@@ -71,7 +71,7 @@ impl Worker {
             Approved::Status(status) => {
                 let report = RecoveryReport {
                     pane: status.target().pane().get(),
-                    state: status.state().to_owned(),
+                    state: status.state().into(),
                     detail: status.detail().map(str::to_owned),
                     deadline_epoch: status.deadline_epoch(),
                     attempt: status.attempt(),

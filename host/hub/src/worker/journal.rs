@@ -12,9 +12,9 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::{Exit, Hold, SlotRecord, Worker};
-use crate::client::RecoveryReport;
 use crate::config::StartupCommand;
 use crate::snapshot::{Clocks, HubSnapshot, PaneExit, PaneSnapshot, SCREEN_EVERY};
+use nightcrow_client_protocol::RecoveryReport;
 
 /// What was last published, to know when to publish again.
 pub(super) struct Journal {

@@ -28,11 +28,11 @@ use nightcrow_plugin_host::{PluginRuntime, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::Token;
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::client::{Frame, HubMessage, RecoveryReport};
 use crate::config::{HubConfig, HubPlugin, StartupCommand};
 use crate::handle::{HubError, HubHandle, ReplyTo, Request};
-use crate::notice::{Notice, Notices};
 use crate::snapshot::{Clocks, HubSnapshot, PaneSnapshot};
+use nightcrow_client_protocol::{Frame, HubMessage, RecoveryReport};
+use nightcrow_client_protocol::{Notice, Notices};
 
 /// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
 /// would spend more on scheduling than on the bytes. Consecutive output of one pane in a

@@ -14,10 +14,10 @@ use nightcrow_protocol::{Event, Token};
 
 use super::clients::created;
 use super::{Exit, Hold, SlotRecord, Worker, pane_error};
-use crate::client::{Frame, HubMessage};
 use crate::config::StartupCommand;
 use crate::handle::HubError;
 use crate::snapshot::Clocks;
+use nightcrow_client_protocol::{Frame, HubMessage};
 
 /// Plainly exited panes a hub keeps for late clients (each keeps its scrollback).
 const MAX_KEPT_EXITS: usize = 8;

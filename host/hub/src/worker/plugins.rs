@@ -2,6 +2,7 @@
 //! start, holds retired on failure, panes released when supervision gives up), routing
 //! events to a pane's owner, and reload (SPEC §4.6, §6.5).
 
+use nightcrow_client_protocol::PluginHealth;
 use nightcrow_guard::PaneId;
 use nightcrow_plugin_host::{Lifecycle, RateLimit, Supervised, Supervisor};
 use nightcrow_protocol::{Event, Token};
@@ -64,18 +65,18 @@ impl Worker {
                         self.send_to_owner(&token, event);
                     }
                 }
-                self.broadcast_plugin(&name, "running", None);
+                self.broadcast_plugin(&name, PluginHealth::Running, None);
             }
             Lifecycle::Failed { cause } => {
                 // Its successor starts afresh: nothing the failed instance said stays true.
                 self.end_recovery_of(&name);
-                self.broadcast_plugin(&name, "failed", Some(cause.to_string()));
+                self.broadcast_plugin(&name, PluginHealth::Failed, Some(cause.to_string()));
             }
             Lifecycle::Restarting { .. } => {}
             Lifecycle::GaveUp => {
                 self.plugins[index].gave_up = true;
                 self.release_panes_of(&name);
-                self.broadcast_plugin(&name, "gave_up", None);
+                self.broadcast_plugin(&name, PluginHealth::GaveUp, None);
             }
         }
     }

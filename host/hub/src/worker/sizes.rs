@@ -9,8 +9,8 @@ use nightcrow_guard::PaneId;
 use nightcrow_pane::PaneSize;
 
 use super::{Worker, pane_error};
-use crate::client::{Frame, HubMessage};
 use crate::handle::HubError;
+use nightcrow_client_protocol::{Frame, HubMessage};
 
 /// What every attached client wants, and when it last acted.
 #[derive(Debug, Default)]

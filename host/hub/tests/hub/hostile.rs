@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use nightcrow_client_protocol::Frame;
 use nightcrow_guard::PaneId;
-use nightcrow_hub::{Frame, Hub};
+use nightcrow_hub::Hub;
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_test_plugin_artifacts as guests;
 

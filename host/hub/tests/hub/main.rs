@@ -5,6 +5,7 @@
 //!   guest's view of its events;
 //! - `panes`: output to clients and plugins, tokens, idleness, input rules;
 //! - `recovery`: exit, holds, relaunch, cancel, expiry, user input, budgets, `watch_pane`;
+//! - `relay`: the one loop between a client and a connection, over a transport of channels;
 //! - `reload`: plugin sets across reloads, supervision;
 //! - `restore`: a hub given a previous daemon's panes, and its snapshots;
 //! - `notices`: the moments published for a person who is away, with or without clients;
@@ -35,6 +36,7 @@ mod hostile;
 mod notices;
 mod panes;
 mod recovery;
+mod relay;
 mod reload;
 mod restore;
 mod sizes;

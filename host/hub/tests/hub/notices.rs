@@ -2,7 +2,8 @@
 //! published whether or not a client is attached, from real plugins' `status` and
 //! `attention`; what a restored pane last said is a baseline, not news.
 
-use nightcrow_hub::{Hub, Notice, NoticeEvent, RecoveryReport};
+use nightcrow_client_protocol::{Notice, NoticeEvent, RecoveryReport};
+use nightcrow_hub::Hub;
 use tokio::sync::broadcast;
 
 use crate::util::{TestHub, after_go, runtime, scripted, startup, within};
@@ -38,7 +39,7 @@ async fn needs_attention_and_attention_are_published_with_no_client_attached() {
             event: NoticeEvent::NeedsAttention,
             report: Some(RecoveryReport {
                 pane: 1,
-                state: "needs_attention".to_owned(),
+                state: "needs_attention".into(),
                 detail: None,
                 deadline_epoch: Some(1_771_890_527),
                 attempt: 0,

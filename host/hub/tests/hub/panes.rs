@@ -1,8 +1,8 @@
 //! Panes through the hub: output to clients and (stripped) to the owner, the pane token,
 //! idleness, and the guard's idle rule for plugin input.
 
+use nightcrow_client_protocol::{ClientRequest, HubMessage};
 use nightcrow_guard::PaneId;
-use nightcrow_hub::{ClientRequest, HubMessage};
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::Event;
 

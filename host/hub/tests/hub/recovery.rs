@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use nightcrow_client_protocol::{HubMessage, RecoveryReport};
 use nightcrow_guard::{GuardLimits, PaneId};
-use nightcrow_hub::{HubMessage, RecoveryReport};
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::{Event, Token};
 
@@ -204,7 +204,7 @@ async fn a_hold_replays_its_report_and_cancel_ends_it() {
         .await;
     let report = HubMessage::Recovery(RecoveryReport {
         pane: pane.get(),
-        state: "waiting_for_reset".to_owned(),
+        state: "waiting_for_reset".into(),
         detail: Some("scripted".to_owned()),
         deadline_epoch: Some(1_771_890_527),
         attempt: 1,
@@ -259,7 +259,7 @@ async fn a_running_panes_latest_report_is_replayed_to_a_later_client() {
     let pane = hub.startup_pane(0).await;
     let report = HubMessage::Recovery(RecoveryReport {
         pane: pane.get(),
-        state: "waiting_for_reset".to_owned(),
+        state: "waiting_for_reset".into(),
         detail: None,
         deadline_epoch: Some(1_771_890_527),
         attempt: 0,

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use nightcrow_client_protocol::{HubMessage, PluginHealth, RecoveryReport};
 use nightcrow_guard::PaneId;
-use nightcrow_hub::{HubMessage, RecoveryReport, ReloadReport};
+use nightcrow_hub::ReloadReport;
 use nightcrow_plugin_host::PluginSource;
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::{Event, Token};
@@ -33,7 +34,9 @@ async fn owner_of(hub: &TestHub, pane: PaneId) -> Option<String> {
 async fn plugin_failed(hub: &mut TestHub, plugin: &str) {
     hub.client
         .message(|message| match message {
-            HubMessage::Plugin { name, state, .. } if name == plugin && state == "failed" => {
+            HubMessage::Plugin { name, state, .. }
+                if name == plugin && *state == PluginHealth::Failed =>
+            {
                 Some(())
             }
             _ => None,
@@ -267,7 +270,9 @@ async fn a_plugin_given_up_releases_its_panes_and_clients_hear_of_it() {
     let pane = hub.startup_pane(0).await;
     hub.client
         .message(|message| match message {
-            HubMessage::Plugin { name, state, .. } if name == "failing" && state == "gave_up" => {
+            HubMessage::Plugin { name, state, .. }
+                if name == "failing" && *state == PluginHealth::GaveUp =>
+            {
                 Some(())
             }
             _ => None,

@@ -6,8 +6,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nightcrow_client_protocol::RecoveryReport;
 use nightcrow_guard::{GuardLimits, PaneId};
-use nightcrow_hub::{Charged, Hub, PaneExit, PaneSnapshot, RecoveryReport, StartupCommand};
+use nightcrow_hub::{Charged, Hub, PaneExit, PaneSnapshot, StartupCommand};
 use nightcrow_pane::PaneSize;
 use nightcrow_protocol::{Event, Token};
 
@@ -83,7 +84,7 @@ async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_i
         pane.hold_until_ms = Some(until_ms);
         pane.report = Some(RecoveryReport {
             pane: u64::from(n),
-            state: state.to_owned(),
+            state: state.into(),
             detail: None,
             deadline_epoch: None,
             attempt: 0,

@@ -1,8 +1,8 @@
 //! Shared sizes (docs/hub.md): two clients of different sizes on one real pane; `stty size`
 //! in the pane says which one the PTY follows.
 
+use nightcrow_client_protocol::HubMessage;
 use nightcrow_guard::PaneId;
-use nightcrow_hub::HubMessage;
 
 use crate::util::{TestHub, Watcher, within};
 

@@ -2,8 +2,9 @@
 //! attaches later gets the current one after the pane's scrollback, an empty title gives
 //! the configured one back, and the journal keeps them across a restart.
 
+use nightcrow_client_protocol::HubMessage;
 use nightcrow_guard::PaneId;
-use nightcrow_hub::{Hub, HubMessage};
+use nightcrow_hub::Hub;
 
 use crate::restore::journaled;
 use crate::util::{TestHub, Watcher, runtime, startup, within};

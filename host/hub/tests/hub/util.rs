@@ -5,10 +5,9 @@ use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
+use nightcrow_client_protocol::{Frame, HubMessage};
 use nightcrow_guard::{PaneId, PluginPolicy};
-use nightcrow_hub::{
-    Client, Frame, Hub, HubConfig, HubHandle, HubMessage, HubPlugin, StartupCommand,
-};
+use nightcrow_hub::{Client, Hub, HubConfig, HubHandle, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
     PluginRuntime, PluginSource, PluginSpec, RestartPolicy, RuntimeConfig, RuntimeKind, Sandbox,
@@ -382,6 +381,18 @@ pub async fn logged(plugin: &str, needles: &[&str]) -> LogLine {
             })
         },
     )
+    .await
+}
+
+/// Waits until the host has logged a line containing `needle`, about any plugin or none.
+pub async fn host_logged(needle: &str) -> LogLine {
+    wait_logs(&format!("a log containing {needle:?}"), || {
+        let lines = CAPTURE.lines.lock().expect("capture lock");
+        lines
+            .iter()
+            .find(|line| line.text.contains(needle))
+            .cloned()
+    })
     .await
 }
 

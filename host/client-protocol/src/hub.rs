@@ -60,7 +60,7 @@ impl ClientRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryReport {
     pub pane: u64,
-    pub state: String,
+    pub state: RecoveryState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,21 +70,96 @@ pub struct RecoveryReport {
 
 impl RecoveryReport {
     /// Whether the report means recovery is under way (a client shows a marker and a chip;
-    /// a journaled hold is kept). A plugin that settles a pane says `idle`; the hub says
-    /// `cancelled` when a hold ends.
+    /// a journaled hold is kept).
     pub fn is_active(&self) -> bool {
-        !matches!(self.state.as_str(), "idle" | "cancelled")
+        matches!(self.state, RecoveryState::Label(_))
     }
 
     /// The report sent wherever a hold ends (SPEC §6.4).
     pub fn cancelled(pane: u64) -> RecoveryReport {
         RecoveryReport {
             pane,
-            state: "cancelled".to_owned(),
+            state: RecoveryState::Cancelled,
             detail: None,
             deadline_epoch: None,
             attempt: 0,
         }
+    }
+}
+
+/// A report's `state`: a string on the wire. Two values mean something to clients; every
+/// other one is the plugin's own label, which they only show (SPEC §2.4).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum RecoveryState {
+    /// `idle`: the plugin settled the pane; no recovery is under way.
+    Idle,
+    /// `cancelled`: the hub ended the pane's relaunch hold; the pane stays, plainly exited.
+    Cancelled,
+    /// Recovery is under way, in the words of the plugin (`waiting_for_reset`, …).
+    Label(String),
+}
+
+impl RecoveryState {
+    pub fn as_str(&self) -> &str {
+        match self {
+            RecoveryState::Idle => "idle",
+            RecoveryState::Cancelled => "cancelled",
+            RecoveryState::Label(label) => label,
+        }
+    }
+}
+
+impl From<String> for RecoveryState {
+    fn from(text: String) -> RecoveryState {
+        match text.as_str() {
+            "idle" => RecoveryState::Idle,
+            "cancelled" => RecoveryState::Cancelled,
+            _ => RecoveryState::Label(text),
+        }
+    }
+}
+
+impl From<&str> for RecoveryState {
+    fn from(text: &str) -> RecoveryState {
+        RecoveryState::from(text.to_owned())
+    }
+}
+
+impl From<RecoveryState> for String {
+    fn from(state: RecoveryState) -> String {
+        match state {
+            RecoveryState::Label(label) => label,
+            known => known.as_str().to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for RecoveryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A plugin's health as the hub tells clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PluginHealth {
+    Running,
+    /// It ended or could not start; the hub restarts it after a back-off.
+    Failed,
+    /// It failed too often; the hub stopped restarting it until a reload.
+    GaveUp,
+}
+
+/// How a person reads it.
+impl std::fmt::Display for PluginHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PluginHealth::Running => "running",
+            PluginHealth::Failed => "failed",
+            PluginHealth::GaveUp => "gave up",
+        })
     }
 }
 
@@ -141,10 +216,10 @@ pub enum HubMessage {
     Attention {
         pane: u64,
     },
-    /// A plugin's health changed: `state` is `running`, `failed` or `gave_up`.
+    /// A plugin's health changed.
     Plugin {
         name: String,
-        state: String,
+        state: PluginHealth,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
@@ -204,7 +279,7 @@ mod tests {
     fn recovery_and_attention_have_the_spec_shape() {
         let full = HubMessage::Recovery(RecoveryReport {
             pane: 3,
-            state: "waiting_for_reset".to_owned(),
+            state: "waiting_for_reset".into(),
             detail: Some("usage limit".to_owned()),
             deadline_epoch: Some(1_771_890_527),
             attempt: 2,
@@ -244,6 +319,36 @@ mod tests {
             .to_json(),
             r#"{"type":"hello","version":1}"#
         );
+    }
+
+    #[test]
+    fn states_are_typed_and_keep_their_wire_spelling() {
+        let read = |json: &str| serde_json::from_str::<RecoveryReport>(json).unwrap().state;
+        let report = |state: &str| format!(r#"{{"pane":1,"state":"{state}","attempt":0}}"#);
+        assert_eq!(read(&report("idle")), RecoveryState::Idle);
+        assert_eq!(read(&report("cancelled")), RecoveryState::Cancelled);
+        let label = read(&report("waiting_for_reset"));
+        assert_eq!(label, RecoveryState::Label("waiting_for_reset".to_owned()));
+        for state in ["idle", "cancelled", "waiting_for_reset"] {
+            let report: RecoveryReport = serde_json::from_str(&report(state)).unwrap();
+            assert_eq!(
+                serde_json::to_string(&report).unwrap(),
+                format!(r#"{{"pane":1,"state":"{state}","attempt":0}}"#)
+            );
+            assert_eq!(report.is_active(), state == "waiting_for_reset", "{state}");
+        }
+        let plugin = HubMessage::Plugin {
+            name: "recovery".to_owned(),
+            state: PluginHealth::GaveUp,
+            detail: None,
+        };
+        assert_eq!(
+            plugin.to_json(),
+            r#"{"type":"plugin","name":"recovery","state":"gave_up"}"#
+        );
+        assert_eq!(PluginHealth::GaveUp.to_string(), "gave up");
+        let unknown = r#"{"type":"plugin","name":"p","state":"sleeping"}"#;
+        assert!(serde_json::from_str::<HubMessage>(unknown).is_err());
     }
 
     #[test]

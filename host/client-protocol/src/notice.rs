@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::client::{HubMessage, RecoveryReport};
+use crate::hub::{HubMessage, RecoveryReport};
 
 /// The kinds of moment, named as the `[[notify]]` hooks receive them in `NIGHTCROW_EVENT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,7 +168,7 @@ mod tests {
     fn report(pane: u64, state: &str, detail: Option<&str>) -> HubMessage {
         HubMessage::Recovery(RecoveryReport {
             pane,
-            state: state.to_owned(),
+            state: state.into(),
             detail: detail.map(str::to_owned),
             deadline_epoch: None,
             attempt: 0,
