@@ -384,18 +384,6 @@ pub async fn logged(plugin: &str, needles: &[&str]) -> LogLine {
     .await
 }
 
-/// Waits until the host has logged a line containing `needle`, about any plugin or none.
-pub async fn host_logged(needle: &str) -> LogLine {
-    wait_logs(&format!("a log containing {needle:?}"), || {
-        let lines = CAPTURE.lines.lock().expect("capture lock");
-        lines
-            .iter()
-            .find(|line| line.text.contains(needle))
-            .cloned()
-    })
-    .await
-}
-
 async fn wait_logs<T>(what: &str, mut find: impl FnMut() -> Option<T>) -> T {
     let mut count = CAPTURE.count.subscribe();
     within(what, async {
