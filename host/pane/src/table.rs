@@ -18,7 +18,6 @@ use crate::{IDLE_THRESHOLD, MAX_PANES, PaneError, PaneEvent, PaneSize, SCROLLBAC
 pub struct Slot {
     token: Token,
     generation: Generation,
-    launch_command: Option<String>,
     last_output: Instant,
     alive: bool,
 }
@@ -31,12 +30,6 @@ impl Slot {
     /// 1 at open, +1 per relaunch, saturating.
     pub fn generation(&self) -> Generation {
         self.generation
-    }
-
-    /// The original startup command, `None` for a bare shell. A relaunch never changes it:
-    /// the guard composes each relaunch line from this, so arguments never accumulate.
-    pub fn launch_command(&self) -> Option<&str> {
-        self.launch_command.as_deref()
     }
 
     /// When the child last printed anything; the spawn time until then.
@@ -179,7 +172,6 @@ impl PaneTable {
             slot: Slot {
                 token,
                 generation: 1,
-                launch_command: command,
                 last_output: Instant::now(),
                 alive: true,
             },
@@ -193,14 +185,13 @@ impl PaneTable {
     }
 
     /// Brings back a slot a previous daemon had (from its journal), as an exited pane with
-    /// no process: the same token and generation, its launch command, its size and the tail
-    /// of its screen. Only a relaunch the guard approves ever starts a process in it.
+    /// no process: the same token and generation, its size and the tail of its screen (its
+    /// launch command is the hub's to keep, with the rest of what a slot is for). Only a relaunch the guard approves ever starts a process in it.
     /// Refused for a token the table already has.
     pub fn restore(
         &mut self,
         token: Token,
         generation: Generation,
-        launch_command: Option<String>,
         size: PaneSize,
         screen: &[u8],
     ) -> Result<PaneId, PaneError> {
@@ -216,7 +207,6 @@ impl PaneTable {
             slot: Slot {
                 token,
                 generation: generation.max(1),
-                launch_command,
                 last_output: Instant::now(),
                 alive: false,
             },

@@ -182,7 +182,6 @@ async fn a_command_reads_input_and_its_output_arrives_as_events() {
 async fn without_a_command_the_shell_runs_interactively() {
     let mut h = Harness::new();
     let pane = h.table.open(None, size()).unwrap();
-    assert_eq!(h.table.slot(pane).unwrap().launch_command(), None);
     h.table.write_typed(pane, b"echo $((6*7))\n").unwrap();
     h.text_until(pane, "42").await;
     h.table.write_typed(pane, b"exit 5\n").unwrap();
@@ -358,7 +357,7 @@ async fn every_output_byte_arrives_before_the_exit_code() {
 }
 
 #[tokio::test]
-async fn relaunches_keep_the_token_and_position_and_the_original_command() {
+async fn relaunches_keep_the_token_and_position() {
     let mut h = Harness::new();
     let before = h.open("sleep 1000");
     let original = "echo first; exit 1";
@@ -375,7 +374,6 @@ async fn relaunches_keep_the_token_and_position_and_the_original_command() {
         let slot = h.table.slot(pane).unwrap();
         assert_eq!(slot.generation(), generation);
         assert_eq!(slot.token(), &token);
-        assert_eq!(slot.launch_command(), Some(original));
         assert!(slot.is_alive());
         assert_eq!(h.table.resolve(&token), Some(pane));
         assert_eq!(h.table.position(pane), Some(1));

@@ -143,11 +143,9 @@ impl Worker {
                 }
                 continue;
             }
-            let launch = startup.as_ref().map(|startup| startup.command.clone());
             let id = match self.table.restore(
                 pane.token.clone(),
                 pane.generation,
-                launch,
                 pane.size,
                 &pane.screen,
             ) {
