@@ -176,9 +176,7 @@ impl Settings {
     fn resolve(cli: &Cli) -> Result<Settings, Failure> {
         let missing = || "cannot find your home directory; set NIGHTCROW_HOME".to_owned();
         let home = Home::from_env().ok_or_else(missing)?;
-        let user_home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
-            .map(PathBuf::from)
-            .ok_or_else(missing)?;
+        let user_home = nightcrow_daemon::user_home().ok_or_else(missing)?;
         let explicit_config = (cli.config.as_deref())
             .map(|path| std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display())))
             .transpose()?;

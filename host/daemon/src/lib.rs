@@ -41,8 +41,7 @@ impl Home {
         if let Some(root) = std::env::var_os("NIGHTCROW_HOME") {
             return Some(Home::new(PathBuf::from(root)));
         }
-        let user = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })?;
-        Some(Home::new(PathBuf::from(user).join(".nightcrow")))
+        Some(Home::new(user_home()?.join(".nightcrow")))
     }
 
     pub fn root(&self) -> &Path {
@@ -97,6 +96,12 @@ pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     Ok(file)
+}
+
+/// The user's home folder (`HOME`, `USERPROFILE` on Windows): where the daemon's folder is by
+/// default, and what `~` in the config means.
+pub fn user_home() -> Option<PathBuf> {
+    std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).map(PathBuf::from)
 }
 
 /// Replaces `path` whole or not at all, readable by this user alone: the bytes go into a new

@@ -66,7 +66,7 @@ use nightcrow_guard::PaneId;
 pub use error::PaneError;
 pub use nightcrow_guard::IDLE_THRESHOLD;
 pub use process::{EXIT_DRAIN_TIMEOUT, Ending, INPUT_QUEUE_CHUNKS, KILL_GRACE};
-pub use runtime_dir::{ensure_runtime_dir, runtime_dir_for};
+pub use runtime_dir::runtime_dir_for;
 pub use shell::Shell;
 pub use size::{MAX_COLS, MAX_ROWS, PaneSize};
 pub use strip::MAX_TITLE_CHARS;

@@ -1,6 +1,6 @@
-//! Where a repository's plugin runtime dir lives (SPEC §5.4), and creating it privately.
+//! Where a repository's plugin runtime dir lives (SPEC §5.4); the hub creates it with the
+//! plugin host's private-folder rule.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 /// `base/<16 lowercase hex of FNV-1a-64 of hub_root's bytes>`: one dir per hub, named
@@ -8,22 +8,6 @@ use std::path::{Path, PathBuf};
 pub fn runtime_dir_for(base: &Path, hub_root: &Path) -> PathBuf {
     let hash = fnv1a_64(hub_root.as_os_str().as_encoded_bytes());
     base.join(format!("{hash:016x}"))
-}
-
-/// Creates `dir` (and missing parents) readable by the user alone: mode 0700 on Unix, also
-/// when it already existed with a wider mode.
-pub fn ensure_runtime_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        builder.mode(0o700);
-        builder.create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-    }
-    #[cfg(not(unix))]
-    builder.create(dir)
 }
 
 fn fnv1a_64(bytes: &[u8]) -> u64 {
@@ -56,19 +40,5 @@ mod tests {
             name.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         );
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn the_runtime_dir_is_private_even_if_it_existed() {
-        use std::os::unix::fs::PermissionsExt;
-        let temp = tempfile::tempdir().unwrap();
-        let dir = temp.path().join("nightcrow").join("0123456789abcdef");
-        ensure_runtime_dir(&dir).unwrap();
-        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&dir), 0o700);
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_runtime_dir(&dir).unwrap();
-        assert_eq!(mode(&dir), 0o700);
     }
 }

@@ -107,8 +107,8 @@ pub struct PaneTable {
 impl PaneTable {
     /// A table for the repository at `repo_root`, which is canonicalised here and must be
     /// a directory. `runtime_dir` becomes `NIGHTCROW_PLUGIN_RUNTIME_DIR` for every pane; the
-    /// caller creates it ([`ensure_runtime_dir`](crate::ensure_runtime_dir)), since plugins
-    /// of the same hub share it.
+    /// caller creates it, privately, since plugins of the same hub share it (the hub holds it
+    /// to the plugin host's rule for trusted folders).
     pub fn new(
         repo_root: PathBuf,
         shell: Shell,

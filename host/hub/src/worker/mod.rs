@@ -156,12 +156,15 @@ impl Worker {
         restored: Vec<PaneSnapshot>,
     ) -> Result<Worker, HubError> {
         let config = config.with_policy_names();
-        nightcrow_pane::ensure_runtime_dir(&config.runtime_dir).map_err(|error| {
-            HubError::Pane(format!(
-                "runtime dir {}: {error}",
-                config.runtime_dir.display()
-            ))
-        })?;
+        // Plugins are granted paths under it: the same trust rule as the daemon's home.
+        nightcrow_plugin_host::private::ensure_private_dir(&config.runtime_dir).map_err(
+            |error| {
+                HubError::Pane(format!(
+                    "runtime dir {}: {error}",
+                    config.runtime_dir.display()
+                ))
+            },
+        )?;
         let (events, pane_events) = mpsc::channel(PANE_EVENT_QUEUE);
         let table = PaneTable::new(
             config.repo_root.clone(),
