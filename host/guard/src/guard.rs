@@ -119,10 +119,10 @@ impl Guard {
                 let (target, facts) = identify(token, *generation, facts)?;
                 match facts.state {
                     PaneState::Exited => return Err(Refused::PaneNotRunning),
-                    PaneState::Running { idle } if idle < IDLE_THRESHOLD => {
+                    PaneState::Running { idle } if idle < self.limits.idle_threshold() => {
                         return Err(Refused::PaneBusy {
                             idle,
-                            required: IDLE_THRESHOLD,
+                            required: self.limits.idle_threshold(),
                         });
                     }
                     PaneState::Running { .. } => {}

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::IDLE_THRESHOLD;
+
 /// Highest accepted per-window limit. The guard remembers one timestamp per charge, so this
 /// bounds its memory per token.
 pub const MAX_LIMIT_PER_WINDOW: u32 = 1_000;
@@ -18,6 +20,8 @@ pub struct GuardLimits {
     max_sends_per_window: u32,
     max_relaunches_per_window: u32,
     window: Duration,
+    /// Not in `[guard]`: SPEC §5.3 fixes it; only a hub under test shortens it.
+    idle_threshold: Duration,
 }
 
 /// The `[guard]` table as written, before validation.
@@ -70,7 +74,16 @@ impl GuardLimits {
             max_sends_per_window,
             max_relaunches_per_window,
             window,
+            idle_threshold: IDLE_THRESHOLD,
         })
+    }
+
+    /// The same limits with another quiet time before a plugin may type into a pane (and
+    /// before the hub reports `pane_idle`): tests use a fraction of a second instead of the
+    /// spec's [`IDLE_THRESHOLD`].
+    pub fn with_idle_threshold(mut self, idle_threshold: Duration) -> GuardLimits {
+        self.idle_threshold = idle_threshold;
+        self
     }
 
     pub fn max_sends_per_window(&self) -> u32 {
@@ -83,6 +96,10 @@ impl GuardLimits {
 
     pub fn window(&self) -> Duration {
         self.window
+    }
+
+    pub fn idle_threshold(&self) -> Duration {
+        self.idle_threshold
     }
 }
 

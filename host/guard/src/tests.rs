@@ -6,8 +6,8 @@ use nightcrow_protocol::{Command, Generation, LogLevel, Token};
 use proptest::prelude::*;
 
 use crate::{
-    Approved, BudgetCharges, BudgetKind, Guard, GuardLimits, PaneFacts, PaneId, PaneOwner,
-    PaneState, PluginPolicy, Refused, ResumeArgsError, Severity,
+    Approved, BudgetCharges, BudgetKind, Guard, GuardLimits, IDLE_THRESHOLD, PaneFacts, PaneId,
+    PaneOwner, PaneState, PluginPolicy, Refused, ResumeArgsError, Severity,
 };
 
 const UUID: &str = "019c8bfe-ec25-79e0-97d7-bda6a9c575ff";
@@ -386,6 +386,34 @@ fn send_input_needs_a_live_pane_quiet_for_ten_seconds() {
     ));
     check(send("y"), Some(busy(10_000)), Ok("send_input \"y\""));
     check(send("y"), Some(busy(3_600_000)), Ok("send_input \"y\""));
+}
+
+#[test]
+fn a_shorter_idle_threshold_is_the_one_the_busy_rule_uses() {
+    let limits = GuardLimits::default().with_idle_threshold(Duration::from_millis(200));
+    assert_eq!(GuardLimits::default().idle_threshold(), IDLE_THRESHOLD);
+    let mut harness = Harness::with_limits(limits);
+    let busy = |ms| PaneFacts {
+        state: idle_ms(ms),
+        ..owned()
+    };
+    let now = Instant::now();
+    assert_eq!(
+        harness
+            .guard
+            .judge(&plugin(), &send("y"), Some(busy(199)), now)
+            .unwrap_err(),
+        Refused::PaneBusy {
+            idle: Duration::from_millis(199),
+            required: Duration::from_millis(200),
+        }
+    );
+    assert!(
+        harness
+            .guard
+            .judge(&plugin(), &send("y"), Some(busy(200)), now)
+            .is_ok()
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nightcrow_guard::{GuardLimits, IDLE_THRESHOLD, PluginPolicy};
+use nightcrow_guard::{GuardLimits, PluginPolicy};
 use nightcrow_pane::{PaneSize, Shell};
 use nightcrow_plugin_host::{PluginSource, PluginSpec, RestartPolicy};
 
@@ -75,21 +75,21 @@ impl HubPlugin {
 
 /// Everything one hub needs, resolved.
 ///
-/// `repo_root`, `shell`, `runtime_dir` and `idle_threshold` are fixed when the hub spawns (its
-/// panes were started with them); a reload applies every other field.
+/// `repo_root`, `shell`, `runtime_dir` and the guard limits' idle threshold are fixed when
+/// the hub spawns (its panes were started with them); a reload applies every other field.
 #[derive(Debug, Clone)]
 pub struct HubConfig {
     /// The repository; canonicalised by the pane table, every pane's cwd.
     pub repo_root: PathBuf,
     pub shell: Shell,
+    /// The guard's budgets, and its idle threshold, which is also when `pane_idle` is sent
+    /// (SPEC §5.3): one value, so the two always agree.
     pub guard_limits: GuardLimits,
     pub startup_commands: Vec<StartupCommand>,
     pub plugins: Vec<HubPlugin>,
     /// `NIGHTCROW_PLUGIN_RUNTIME_DIR` of this hub's panes (SPEC §5.4); created (0700) at spawn.
     pub runtime_dir: PathBuf,
     pub pending_relaunch_ttl: Duration,
-    /// Quiet time before `pane_idle` and before the guard lets a plugin type (SPEC §5.3).
-    pub idle_threshold: Duration,
     pub restart_policy: RestartPolicy,
     /// Size of startup panes and of client panes that name none.
     pub default_size: PaneSize,
@@ -106,7 +106,6 @@ impl HubConfig {
             plugins: Vec::new(),
             runtime_dir,
             pending_relaunch_ttl: PENDING_RELAUNCH_TTL,
-            idle_threshold: IDLE_THRESHOLD,
             restart_policy: RestartPolicy::default(),
             default_size: PaneSize::new(24, 80).expect("24x80 is within bounds"),
         }

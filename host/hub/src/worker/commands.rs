@@ -4,10 +4,10 @@
 //! else for a plugin.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nightcrow_guard::{
-    Approved, ApprovedRelaunch, IDLE_THRESHOLD, PaneFacts, PaneOwner, PaneState, Refused, Severity,
+    Approved, ApprovedRelaunch, PaneFacts, PaneOwner, PaneState, Refused, Severity,
 };
 use nightcrow_pane::PaneTable;
 use nightcrow_plugin_host::{RateLimit, Supervised};
@@ -40,16 +40,9 @@ impl Worker {
     fn on_command(&mut self, index: usize, command: Command) {
         let now = Instant::now();
         let plugin = &self.plugins[index].config;
-        let facts = command.token().and_then(|token| {
-            pane_facts(
-                &self.table,
-                &self.slots,
-                plugin.name(),
-                token,
-                self.config.idle_threshold,
-                now,
-            )
-        });
+        let facts = command
+            .token()
+            .and_then(|token| pane_facts(&self.table, &self.slots, plugin.name(), token, now));
         match self.guard.judge(&plugin.policy, &command, facts, now) {
             Ok(approved) => self.carry_out(index, approved),
             Err(refused) => {
@@ -152,7 +145,6 @@ fn pane_facts<'a>(
     slots: &'a HashMap<Token, SlotRecord>,
     plugin: &str,
     token: &Token,
-    idle_threshold: Duration,
     now: Instant,
 ) -> Option<PaneFacts<'a>> {
     let pane = table.resolve(token)?;
@@ -164,9 +156,7 @@ fn pane_facts<'a>(
         None => PaneOwner::Nobody,
     };
     let state = match table.idle_for(pane, now) {
-        Some(idle) => PaneState::Running {
-            idle: guard_idle(idle, idle_threshold),
-        },
+        Some(idle) => PaneState::Running { idle },
         None => PaneState::Exited,
     };
     Some(PaneFacts {
@@ -176,18 +166,6 @@ fn pane_facts<'a>(
         state,
         launch_command: record.and_then(SlotRecord::launch_command),
     })
-}
-
-/// The guard's busy rule is fixed at [`IDLE_THRESHOLD`]; a hub configured with another
-/// threshold (tests use a fraction of a second) reports idleness scaled to it, so that
-/// `pane_idle` and the guard's `PaneBusy` always agree. With the default threshold the
-/// scale is one and the idle time is passed as measured.
-fn guard_idle(idle: Duration, threshold: Duration) -> Duration {
-    if threshold == IDLE_THRESHOLD || threshold.is_zero() {
-        return idle;
-    }
-    let scaled = idle.as_nanos() * IDLE_THRESHOLD.as_nanos() / threshold.as_nanos();
-    Duration::from_nanos(u64::try_from(scaled).unwrap_or(u64::MAX))
 }
 
 /// WARN refusals share the plugin's log-line limit; DEBUG ones are not written by default.
@@ -200,18 +178,5 @@ fn log_refusal(plugin: &str, log_lines: &mut RateLimit, command: &Command, refus
                 tracing::warn!(plugin, cmd, %refused, suppressed, "refused");
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idleness_is_scaled_to_the_guards_threshold() {
-        let ms = Duration::from_millis;
-        assert_eq!(guard_idle(ms(1234), IDLE_THRESHOLD), ms(1234));
-        assert_eq!(guard_idle(ms(200), ms(200)), IDLE_THRESHOLD);
-        assert_eq!(guard_idle(ms(100), ms(200)), IDLE_THRESHOLD / 2);
     }
 }

@@ -173,7 +173,7 @@ impl Worker {
             events,
         )
         .map_err(|error| HubError::Pane(error.to_string()))?
-        .with_idle_threshold(config.idle_threshold);
+        .with_idle_threshold(config.guard_limits.idle_threshold());
         let (detach_sender, detached) = mpsc::unbounded_channel();
         let mut worker = Worker {
             guard: Guard::new(config.guard_limits),

@@ -148,13 +148,14 @@ impl Worker {
     /// SPEC §6.5: stop first, then start; policies apply in place; guard and budgets stay.
     pub(super) async fn reload(&mut self, new: HubConfig) -> ReloadReport {
         let mut report = ReloadReport::default();
-        self.guard.set_limits(new.guard_limits);
         // What running panes were started with stays (docs/hub.md).
+        let idle_threshold = self.config.guard_limits.idle_threshold();
         let old = std::mem::replace(&mut self.config, new.with_policy_names());
         self.config.repo_root = old.repo_root;
         self.config.shell = old.shell;
         self.config.runtime_dir = old.runtime_dir;
-        self.config.idle_threshold = old.idle_threshold;
+        self.config.guard_limits = self.config.guard_limits.with_idle_threshold(idle_threshold);
+        self.guard.set_limits(self.config.guard_limits);
         let mut to_start = Vec::new();
         for slot in std::mem::take(&mut self.plugins) {
             let name = slot.config.name().to_owned();

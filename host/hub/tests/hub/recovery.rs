@@ -93,7 +93,9 @@ async fn relaunch_keeps_the_slot_and_never_accumulates_args(kind: RuntimeKind) {
 #[tokio::test]
 async fn the_budget_persists_across_a_relaunch() {
     let (mut config, repo) = TestHub::config();
-    config.guard_limits = GuardLimits::new(5, 1, Duration::from_secs(60)).expect("limits");
+    config.guard_limits = GuardLimits::new(5, 1, Duration::from_secs(60))
+        .expect("limits")
+        .with_idle_threshold(crate::util::IDLE);
     config.startup_commands = vec![startup("once", &after_go("echo ran"), Some("budgeted"))];
     config.plugins = vec![scripted("budgeted", &["exit_relaunch=resume"])];
     let mut hub = TestHub::start(config, repo).await;
@@ -303,7 +305,9 @@ async fn a_hold_expires_after_its_ttl() {
 #[tokio::test]
 async fn user_input_comes_first_and_clears_the_budget() {
     let (mut config, repo) = TestHub::config();
-    config.guard_limits = GuardLimits::new(1, 3, Duration::from_secs(60)).expect("limits");
+    config.guard_limits = GuardLimits::new(1, 3, Duration::from_secs(60))
+        .expect("limits")
+        .with_idle_threshold(crate::util::IDLE);
     config.startup_commands = vec![startup("typed", "exec cat", Some("typer"))];
     config.plugins = vec![scripted("typer", &["idle_send=auto"])];
     let mut hub = TestHub::start(config, repo).await;

@@ -41,7 +41,9 @@ pub(crate) fn journaled(n: u8, title: &str, startup: Option<StartupCommand>) -> 
 async fn restored_panes_come_back_exited_and_their_plugin_takes_them_up_within_its_budget() {
     let owner = "restorer";
     let (mut config, repo) = TestHub::config();
-    config.guard_limits = GuardLimits::new(5, 2, Duration::from_secs(60)).expect("limits");
+    config.guard_limits = GuardLimits::new(5, 2, Duration::from_secs(60))
+        .expect("limits")
+        .with_idle_threshold(crate::util::IDLE);
     let agent = startup("agent", "echo ran", Some(owner));
     let server = startup("server", "echo serving; exec cat", None);
     let lapsed = startup("lapsed", "echo lapsed", Some("patient"));

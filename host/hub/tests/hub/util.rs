@@ -125,7 +125,7 @@ impl TestHub {
             program: PathBuf::from("/bin/sh"),
             command_args: vec!["-c".to_owned()],
         };
-        config.idle_threshold = IDLE;
+        config.guard_limits = config.guard_limits.with_idle_threshold(IDLE);
         config.restart_policy = RestartPolicy {
             first_backoff: Duration::from_millis(50),
             ..RestartPolicy::default()
