@@ -40,13 +40,18 @@ fn every_library_root_starts_with_crate_docs() {
     assert!(missing.is_empty(), "lib.rs without `//!` docs: {missing:?}");
 }
 
+/// The Rust files under `dir` (relative to the repository) whose text contains `needle`.
+fn sources_containing(dir: &str, needle: &str) -> Vec<PathBuf> {
+    crate_sources()
+        .into_iter()
+        .filter(|path| path.starts_with(root().join(dir)))
+        .filter(|path| fs::read_to_string(path).unwrap().contains(needle))
+        .collect()
+}
+
 #[test]
 fn the_host_never_inherits_anything_into_a_plugin() {
-    let offenders: Vec<_> = crate_sources()
-        .into_iter()
-        .filter(|path| path.starts_with(root().join("host")))
-        .filter(|path| fs::read_to_string(path).unwrap().contains(".inherit_"))
-        .collect();
+    let offenders = sources_containing("host", ".inherit_");
     assert!(
         offenders.is_empty(),
         "`inherit_*` under host/: {offenders:?}"
@@ -238,10 +243,6 @@ fn client_wire_messages_live_only_in_the_client_protocol_crate() {
 /// The web client checks sign-in once, as a layer on its routes, not in each handler.
 #[test]
 fn no_web_handler_checks_sign_in_by_hand() {
-    let offenders: Vec<_> = crate_sources()
-        .into_iter()
-        .filter(|path| path.starts_with(root().join("host/web")))
-        .filter(|path| fs::read_to_string(path).unwrap().contains("signed_in("))
-        .collect();
+    let offenders = sources_containing("host/web", "signed_in(");
     assert!(offenders.is_empty(), "`signed_in(` in {offenders:?}");
 }
