@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nightcrow_client_protocol::{Frame, HubMessage};
-use nightcrow_guard::PluginPolicy;
 use nightcrow_hub::{Hub, HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
@@ -120,11 +119,8 @@ impl Layout {
                     ..Sandbox::default()
                 },
             },
-            policy: PluginPolicy {
-                name: "recovery".to_owned(),
-                allowed_resume_flags: vec!["resume".to_owned()],
-                watch_on_signal: false,
-            },
+            allowed_resume_flags: vec!["resume".to_owned()],
+            watch_on_signal: false,
             enabled: true,
         });
         config

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nightcrow_config::{Config, PluginCommand, PluginConfig, Runtime};
-use nightcrow_guard::PluginPolicy;
 use nightcrow_hub::{HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{PluginRuntime, PluginSource, PluginSpec, RuntimeKind};
@@ -137,11 +136,8 @@ fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<
             runtime_dir: runtime_dir.to_owned(),
             sandbox: plugin.sandbox.clone(),
         },
-        policy: PluginPolicy {
-            name: plugin.name.clone(),
-            allowed_resume_flags: plugin.allowed_resume_flags.clone(),
-            watch_on_signal: plugin.watch_on_signal,
-        },
+        allowed_resume_flags: plugin.allowed_resume_flags.clone(),
+        watch_on_signal: plugin.watch_on_signal,
         enabled: plugin.enabled,
     })
 }

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nightcrow_client_protocol::{Frame, HubMessage};
-use nightcrow_guard::PluginPolicy;
 use nightcrow_hub::{Hub, HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
@@ -218,11 +217,8 @@ fn recovery(kind: RuntimeKind, scratch: &Path) -> HubPlugin {
             runtime_dir: scratch.join("plugin-run"),
             sandbox: Sandbox::default(),
         },
-        policy: PluginPolicy {
-            name: RECOVERY.to_owned(),
-            allowed_resume_flags: vec!["resume".to_owned(), "--session".to_owned()],
-            watch_on_signal: false,
-        },
+        allowed_resume_flags: vec!["resume".to_owned(), "--session".to_owned()],
+        watch_on_signal: false,
         enabled: true,
     }
 }

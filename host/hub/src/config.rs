@@ -26,18 +26,28 @@ pub struct StartupCommand {
 /// One `[[plugin]]`: how to start it, what the guard lets it do, and whether it may run.
 #[derive(Debug, Clone)]
 pub struct HubPlugin {
-    /// `spec.name` is the plugin's name everywhere: owners, logs, and `policy.name`, which
-    /// the hub overwrites with it so the two cannot disagree.
+    /// `spec.name` is the plugin's one name: owners, logs, and the guard's policy.
     pub spec: PluginSpec,
-    /// The guard's view; `allowed_resume_flags` and `watch_on_signal` apply at the next
-    /// judgement after a reload.
-    pub policy: PluginPolicy,
+    /// Resume flags its relaunches may carry (SPEC §3.4); applies at the next judgement
+    /// after a reload, as `watch_on_signal` does.
+    pub allowed_resume_flags: Vec<String>,
+    /// It may take a pane on its own signal (`watch_pane`), and so runs in every hub.
+    pub watch_on_signal: bool,
     pub enabled: bool,
 }
 
 impl HubPlugin {
     pub fn name(&self) -> &str {
         &self.spec.name
+    }
+
+    /// What the guard judges its commands by, named as the plugin is.
+    pub(crate) fn policy(&self) -> PluginPolicy {
+        PluginPolicy {
+            name: self.spec.name.clone(),
+            allowed_resume_flags: self.allowed_resume_flags.clone(),
+            watch_on_signal: self.watch_on_signal,
+        }
     }
 
     /// Whether `other` needs a new instance: only `command`, `args`, `env`, `runtime` and
@@ -111,15 +121,6 @@ impl HubConfig {
         }
     }
 
-    /// Makes every `policy.name` its `spec.name` (approvals for `log` and `watch_pane` carry
-    /// the policy's name, and ownership is recorded under it).
-    pub(crate) fn with_policy_names(mut self) -> HubConfig {
-        for plugin in &mut self.plugins {
-            plugin.policy.name.clone_from(&plugin.spec.name);
-        }
-        self
-    }
-
     /// Whether `plugin` runs in this hub (SPEC §6.5): enabled, and named by a startup command
     /// or allowed to watch; `owns_panes` covers the third reason, a pane it owns.
     pub(crate) fn should_run(&self, plugin: &HubPlugin, owns_panes: bool) -> bool {
@@ -127,6 +128,6 @@ impl HubConfig {
             .startup_commands
             .iter()
             .any(|startup| startup.plugin.as_deref() == Some(plugin.name()));
-        plugin.enabled && (named || plugin.policy.watch_on_signal || owns_panes)
+        plugin.enabled && (named || plugin.watch_on_signal || owns_panes)
     }
 }

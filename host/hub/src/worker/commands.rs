@@ -43,7 +43,7 @@ impl Worker {
         let facts = command
             .token()
             .and_then(|token| pane_facts(&self.table, &self.slots, plugin.name(), token, now));
-        match self.guard.judge(&plugin.policy, &command, facts, now) {
+        match self.guard.judge(&plugin.policy(), &command, facts, now) {
             Ok(approved) => self.carry_out(index, approved),
             Err(refused) => {
                 let slot = &mut self.plugins[index];

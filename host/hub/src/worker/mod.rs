@@ -155,7 +155,6 @@ impl Worker {
         requests: mpsc::Receiver<Request>,
         restored: Vec<PaneSnapshot>,
     ) -> Result<Worker, HubError> {
-        let config = config.with_policy_names();
         // Plugins are granted paths under it: the same trust rule as the daemon's home.
         nightcrow_plugin_host::private::ensure_private_dir(&config.runtime_dir).map_err(
             |error| {

@@ -150,7 +150,7 @@ impl Worker {
         let mut report = ReloadReport::default();
         // What running panes were started with stays (docs/hub.md).
         let idle_threshold = self.config.guard_limits.idle_threshold();
-        let old = std::mem::replace(&mut self.config, new.with_policy_names());
+        let old = std::mem::replace(&mut self.config, new);
         self.config.repo_root = old.repo_root;
         self.config.shell = old.shell;
         self.config.runtime_dir = old.runtime_dir;

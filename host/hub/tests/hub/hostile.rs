@@ -110,7 +110,7 @@ fn hostile_plugins_do_not_disturb_a_large_stream() {
         startup("spun", "exec cat", Some("spin")),
     ];
     let mut bomb = plugin("bomb", guests::MEMORY_BOMB, RuntimeKind::Wasm, &[]);
-    bomb.policy.watch_on_signal = true;
+    bomb.watch_on_signal = true;
     config.plugins = vec![
         plugin("flood", guests::COMMAND_FLOOD, RuntimeKind::Wasm, &[]),
         plugin("spin", guests::SPIN_AFTER_EVENT, RuntimeKind::Wasm, &[]),

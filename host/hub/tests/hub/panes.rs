@@ -130,7 +130,7 @@ async fn the_token_is_in_the_pane_env_and_never_in_a_plugins(kind: RuntimeKind) 
         kind,
         &["env"],
     );
-    probe.policy.watch_on_signal = true;
+    probe.watch_on_signal = true;
     config.plugins = vec![scripted_on(owner, kind, &[]), probe];
     let mut hub = TestHub::start(config, repo).await;
     let pane = hub.startup_pane(0).await;

@@ -121,10 +121,10 @@ async fn watch_pane_rules_and_a_bare_shell_exit() {
         startup("s", "exec sh", Some("second")),
     ];
     let mut watcher = scripted("watcher", &["watch_echoed"]);
-    watcher.policy.watch_on_signal = true;
+    watcher.watch_on_signal = true;
     let not_allowed = scripted("not-allowed", &["watch_echoed"]);
     let mut second = scripted("second", &["watch_echoed"]);
-    second.policy.watch_on_signal = true;
+    second.watch_on_signal = true;
     config.plugins = vec![watcher, not_allowed, second];
     let mut hub = TestHub::start(config, repo).await;
     let w = hub.startup_pane(0).await;

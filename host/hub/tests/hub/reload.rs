@@ -64,7 +64,7 @@ async fn policy_changes_apply_in_place() {
     hub.input(pane, &ask).await;
     logged("flags", &["refused", "watch_on_signal"]).await;
 
-    hub.config.plugins[0].policy.watch_on_signal = true;
+    hub.config.plugins[0].watch_on_signal = true;
     assert_eq!(reload(&hub).await, ReloadReport::default());
     hub.input(pane, &ask).await;
     events("flags", 2, |event| match event {

@@ -6,7 +6,7 @@ use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use nightcrow_client_protocol::{Frame, HubMessage};
-use nightcrow_guard::{PaneId, PluginPolicy};
+use nightcrow_guard::PaneId;
 use nightcrow_hub::{Client, Hub, HubConfig, HubHandle, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
@@ -73,11 +73,8 @@ pub fn plugin(name: &str, guest: Guest, kind: RuntimeKind, args: &[&str]) -> Hub
             runtime_dir: std::env::temp_dir().join("nightcrow-hub-tests").join(name),
             sandbox: Sandbox::default(),
         },
-        policy: PluginPolicy {
-            name: name.to_owned(),
-            allowed_resume_flags: vec!["resume".to_owned()],
-            watch_on_signal: false,
-        },
+        allowed_resume_flags: vec!["resume".to_owned()],
+        watch_on_signal: false,
         enabled: true,
     }
 }
