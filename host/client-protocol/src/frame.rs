@@ -89,9 +89,17 @@ pub async fn write_frame(
     frame: &WireFrame,
 ) -> Result<(), FrameError> {
     match frame {
-        WireFrame::Control(text) => write_parts(writer, KIND_CONTROL, &[text.as_bytes()]).await,
+        WireFrame::Control(text) => write_control(writer, text).await,
         WireFrame::Output(bytes) => write_parts(writer, KIND_OUTPUT, &[bytes]).await,
     }
+}
+
+/// Writes one control message straight from its text, without building a frame first.
+pub async fn write_control(
+    writer: &mut (impl AsyncWrite + Unpin),
+    text: &str,
+) -> Result<(), FrameError> {
+    write_parts(writer, KIND_CONTROL, &[text.as_bytes()]).await
 }
 
 /// Writes the output frame of `pane` straight from the hub's bytes: the id and the bytes are

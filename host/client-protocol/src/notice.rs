@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::hub::{HubMessage, RecoveryReport};
+use crate::hub::{HubMessage, RecoveryReport, RecoveryState};
 
 /// The kinds of moment, named as the `[[notify]]` hooks receive them in `NIGHTCROW_EVENT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,10 +50,12 @@ impl NoticeEvent {
 
     /// The event a report announces when a pane enters it; `None` for the rest.
     fn of_report(report: &RecoveryReport) -> Option<NoticeEvent> {
-        match (report.state.as_str(), report.detail.as_deref()) {
-            ("needs_attention", _) => Some(NoticeEvent::NeedsAttention),
-            ("idle", Some("auto-continued")) => Some(NoticeEvent::AutoContinued),
-            ("idle", Some("resumed")) => Some(NoticeEvent::Resumed),
+        match (&report.state, report.detail.as_deref()) {
+            (RecoveryState::Label(label), _) if label == "needs_attention" => {
+                Some(NoticeEvent::NeedsAttention)
+            }
+            (RecoveryState::Idle, Some("auto-continued")) => Some(NoticeEvent::AutoContinued),
+            (RecoveryState::Idle, Some("resumed")) => Some(NoticeEvent::Resumed),
             _ => None,
         }
     }

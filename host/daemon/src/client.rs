@@ -5,7 +5,7 @@ use std::path::Path;
 
 use futures::StreamExt;
 use nightcrow_client_protocol::daemon::{DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest};
-use nightcrow_client_protocol::frame::{FrameError, WireCodec, WireFrame, write_frame};
+use nightcrow_client_protocol::frame::{FrameError, WireCodec, WireFrame, write_control};
 use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage, parse_output_frame};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
@@ -78,7 +78,7 @@ impl Connection {
 
     /// Sends one control message as it is.
     pub async fn send(&mut self, text: &str) -> Result<(), ClientError> {
-        Ok(write_frame(&mut self.writer, &WireFrame::Control(text.to_owned())).await?)
+        Ok(write_control(&mut self.writer, text).await?)
     }
 
     /// The next frame from the daemon; `None` when it closed the connection.
@@ -151,7 +151,7 @@ impl Connection {
                             return;
                         };
                         let text = serde_json::to_string(&request).expect("requests serialise");
-                        if write_frame(&mut writer, &WireFrame::Control(text)).await.is_err() {
+                        if write_control(&mut writer, &text).await.is_err() {
                             break;
                         }
                     }

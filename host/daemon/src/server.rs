@@ -8,6 +8,7 @@
 //! answered with `error`; it never ends the connection, let alone a hub.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -18,10 +19,10 @@ use nightcrow_client_protocol::daemon::{
     DAEMON_PROTOCOL_VERSION, DaemonAnswer, DaemonRequest, StatusAnswer,
 };
 use nightcrow_client_protocol::frame::{
-    FrameError, WireCodec, WireFrame, write_frame, write_output,
+    FrameError, WireCodec, WireFrame, write_control, write_output,
 };
 use nightcrow_config::Config;
-use nightcrow_hub::relay::{Inbound, PeerGone, Transport, relay};
+use nightcrow_hub::relay::{Inbound, PeerGone, Transport, relay, take};
 use nightcrow_hub::{Hub, HubHandle, HubSnapshot, PaneSnapshot};
 use nightcrow_plugin_host::PluginRuntime;
 use nightcrow_web::accept::AcceptBackoff;
@@ -390,20 +391,12 @@ impl Daemon {
         };
         let mut greeted = false;
         loop {
-            let text = match socket.recv().await {
-                Inbound::Request(text) => text,
-                Inbound::Handled | Inbound::KeepAliveDue => continue,
-                Inbound::Refused(why) => {
-                    if socket.answer(DaemonAnswer::error(why)).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                Inbound::Broken(why) => {
-                    let _ = socket.answer(DaemonAnswer::error(why)).await;
-                    return;
-                }
-                Inbound::Closed => return,
+            // A refusal is answered with `error`, as `DaemonAnswer::error` would be.
+            let inbound = socket.recv().await;
+            let text = match take(&mut socket, inbound).await {
+                ControlFlow::Continue(Some(text)) => text,
+                ControlFlow::Continue(None) => continue,
+                ControlFlow::Break(()) => return,
             };
             let request = match serde_json::from_str::<DaemonRequest>(&text) {
                 Ok(request) => request,
@@ -471,7 +464,7 @@ where
     W: AsyncWrite + Unpin + Send,
 {
     async fn answer(&mut self, answer: DaemonAnswer) -> Result<(), FrameError> {
-        write_frame(&mut self.writer, &WireFrame::Control(answer.to_json())).await
+        write_control(&mut self.writer, &answer.to_json()).await
     }
 }
 
@@ -482,9 +475,7 @@ where
 {
     async fn send(&mut self, frame: Frame) -> Result<(), PeerGone> {
         let written = match frame {
-            Frame::Message(message) => {
-                write_frame(&mut self.writer, &WireFrame::Control(message.to_json())).await
-            }
+            Frame::Message(message) => write_control(&mut self.writer, &message.to_json()).await,
             Frame::Output { pane, bytes } => write_output(&mut self.writer, pane, &bytes).await,
         };
         written.map_err(|_| PeerGone)
@@ -519,5 +510,56 @@ impl Hubs for DaemonHubs {
         let daemon = self.0.upgrade()?;
         let state = daemon.state.lock().await;
         state.hubs.get(repo).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nightcrow_client_protocol::frame::write_frame;
+
+    use super::*;
+
+    /// Before `attach` the socket answers as the relay does after it: a binary frame is
+    /// refused with an `error` the CLI reads as `DaemonAnswer::Error` and the connection
+    /// carries on; a frame it cannot read ends it, with the reason.
+    #[tokio::test]
+    async fn the_socket_refuses_output_from_a_client_and_ends_on_a_broken_stream() {
+        let (client, server) = tokio::io::duplex(1024);
+        let (reader, writer) = tokio::io::split(server);
+        let mut socket = Socket {
+            frames: FramedRead::new(reader, WireCodec),
+            writer,
+        };
+        let (client_reader, mut client_writer) = tokio::io::split(client);
+        let mut answers = FramedRead::new(client_reader, WireCodec);
+        let binary = WireFrame::Output(vec![1, 0, 0, 0, b'x'].into());
+        write_frame(&mut client_writer, &binary).await.unwrap();
+        write_control(&mut client_writer, "{}").await.unwrap();
+
+        let inbound = socket.recv().await;
+        assert_eq!(
+            take(&mut socket, inbound).await,
+            ControlFlow::Continue(None)
+        );
+        let Some(Ok(WireFrame::Control(answer))) = answers.next().await else {
+            panic!("no answer");
+        };
+        assert_eq!(
+            serde_json::from_str::<DaemonAnswer>(&answer).unwrap(),
+            DaemonAnswer::error("binary frames are output, not requests")
+        );
+        assert_eq!(socket.recv().await, Inbound::Request("{}".to_owned()));
+
+        // A frame of a kind nobody knows: the stream is out of step.
+        tokio::io::AsyncWriteExt::write_all(&mut client_writer, &[2, 0, 0, 0, 9, b'x'])
+            .await
+            .unwrap();
+        let inbound = socket.recv().await;
+        assert!(matches!(inbound, Inbound::Broken(_)), "{inbound:?}");
+        assert_eq!(take(&mut socket, inbound).await, ControlFlow::Break(()));
+        assert!(matches!(
+            answers.next().await,
+            Some(Ok(WireFrame::Control(text))) if text.contains(r#""type":"error""#)
+        ));
     }
 }

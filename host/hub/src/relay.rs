@@ -5,6 +5,7 @@
 //! refused input, a broken stream and a client the hub dropped are handled here, once.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 
 use nightcrow_client_protocol::{Frame, HubMessage};
 
@@ -77,35 +78,46 @@ pub async fn relay(hub: &HubHandle, transport: &mut impl Transport) {
                     return;
                 }
             }
-            inbound = transport.recv() => match inbound {
-                Inbound::Request(text) => {
+            inbound = transport.recv() => match take(transport, inbound).await {
+                ControlFlow::Continue(Some(text)) => {
                     if client.send_json(&text).await.is_err() {
                         return;
                     }
                 }
-                Inbound::Handled => {}
-                Inbound::KeepAliveDue => {
-                    if transport.keep_alive().await.is_err() {
-                        return;
-                    }
-                }
-                Inbound::Refused(why) => {
-                    if transport.send(error(&why)).await.is_err() {
-                        return;
-                    }
-                }
-                Inbound::Broken(why) => {
-                    let _ = transport.send(error(&why)).await;
-                    return;
-                }
-                Inbound::Closed => return,
+                ControlFlow::Continue(None) => {}
+                ControlFlow::Break(()) => return,
             },
         }
     }
 }
 
+/// Does what every connection does with `inbound` whoever reads its requests (the relay,
+/// or the daemon before `attach`): writes a keep-alive that is due, answers a refusal with
+/// `error` and carries on, answers a broken stream and ends. A request comes back to the
+/// caller; `Break` means the connection is over.
+pub async fn take(
+    transport: &mut impl Transport,
+    inbound: Inbound,
+) -> ControlFlow<(), Option<String>> {
+    let written = match inbound {
+        Inbound::Request(text) => return ControlFlow::Continue(Some(text)),
+        Inbound::Handled => Ok(()),
+        Inbound::KeepAliveDue => transport.keep_alive().await,
+        Inbound::Refused(why) => transport.send(error(&why)).await,
+        Inbound::Broken(why) => {
+            let _ = transport.send(error(&why)).await;
+            return ControlFlow::Break(());
+        }
+        Inbound::Closed => return ControlFlow::Break(()),
+    };
+    match written {
+        Ok(()) => ControlFlow::Continue(None),
+        Err(PeerGone) => ControlFlow::Break(()),
+    }
+}
+
 /// The `error` message a peer is told.
-pub fn error(message: &str) -> Frame {
+fn error(message: &str) -> Frame {
     Frame::Message(HubMessage::Error {
         message: message.to_owned(),
     })
