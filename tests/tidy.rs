@@ -246,3 +246,59 @@ fn no_web_handler_checks_sign_in_by_hand() {
     let offenders = sources_containing("host/web", "signed_in(");
     assert!(offenders.is_empty(), "`signed_in(` in {offenders:?}");
 }
+
+/// The hub's worker orchestrates three parts (slots, plugins, clients) and none of its
+/// methods touches more than two of them itself: what one part's change means for the others
+/// goes through the outbox (docs/ARCHITECTURE.md, "Inside host/hub").
+#[test]
+fn no_worker_method_touches_more_than_two_parts() {
+    let parts = ["self.slots", "self.plugins", "self.clients"];
+    let mut methods = 0;
+    let mut offenders = Vec::new();
+    for entry in fs::read_dir(root().join("host/hub/src/worker")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        for body in worker_methods(&text) {
+            methods += 1;
+            let touched: Vec<_> = parts.iter().filter(|part| body.contains(*part)).collect();
+            if touched.len() > 2 {
+                let name = body.lines().next().unwrap_or_default().trim().to_owned();
+                offenders.push(format!("{}: {name} touches {touched:?}", path.display()));
+            }
+        }
+    }
+    assert!(
+        methods >= 15,
+        "found only {methods} worker methods; is the reader stale?"
+    );
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
+/// The text of each method in the file's `impl Worker` blocks, from its `fn` line on.
+fn worker_methods(text: &str) -> Vec<String> {
+    let mut methods = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("impl Worker") {
+            inside = true;
+        } else if line == "}" {
+            inside = false;
+        } else if inside {
+            let item = line.strip_prefix("    ").unwrap_or_default();
+            let item = ["pub(super) ", "pub(crate) "]
+                .iter()
+                .fold(item, |item, visibility| item.trim_start_matches(visibility));
+            if item.starts_with("fn ") || item.starts_with("async fn ") {
+                methods.push(String::new());
+            }
+            if let Some(method) = methods.last_mut() {
+                method.push_str(line);
+                method.push('\n');
+            }
+        }
+    }
+    methods
+}

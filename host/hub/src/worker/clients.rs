@@ -1,230 +1,96 @@
-//! The worker's side of clients: attaching (hello and the replay), client requests, status,
-//! and the frames it broadcasts. Human input enters panes only here, through the table's
-//! `write_typed`, never the plugins' door.
+//! The worker's clients, one of its three parts: each attached client's frame queue, the
+//! broadcast, the pause while a client is far behind, and the notices a person who is away
+//! is sent. It knows nothing of panes: what a client is shown comes from the outbox, and an
+//! attach's replay from the slots.
 
 use std::time::Instant;
 
-use super::{ClientSlot, SlotRecord, Worker, pane_error};
-use crate::config::StartupCommand;
-use crate::frames::{NotQueued, QUEUED_PAUSE_ABOVE, QUEUED_RESUME_BELOW, STALL_LIMIT, frame_queue};
-use crate::handle::{
-    Client, HoldStatus, HubError, HubHandle, HubStatus, PaneStatus, PluginStatus, RequestOutcome,
-};
-use nightcrow_client_protocol::{
-    CLIENT_PROTOCOL_VERSION, ClientRequest, Frame, HubMessage, PluginHealth, RecoveryReport,
-};
-use nightcrow_guard::PaneId;
-use nightcrow_pane::PaneSize;
-use nightcrow_protocol::{Event, Token};
+use tokio::sync::{broadcast, mpsc};
 
-impl Worker {
-    pub(super) fn attach(&mut self, hub: HubHandle) -> Client {
-        let (frames, receiver) = frame_queue();
-        let id = self.next_client;
-        self.next_client += 1;
-        let mut replay = vec![Frame::Message(HubMessage::Hello {
-            version: CLIENT_PROTOCOL_VERSION,
-        })];
-        for (pane, _, record) in self.panes_in_order() {
-            replay.push(Frame::Message(created(pane, record, None)));
-            let scrollback = self.table.scrollback(pane);
-            if !scrollback.is_empty() {
-                replay.push(Frame::Output {
-                    pane: pane.get(),
-                    bytes: scrollback.into(),
-                });
-            }
-            replay.extend(program_title(pane, record).map(Frame::Message));
-            if let Some(exit) = record.exit {
-                replay.push(Frame::Message(HubMessage::Exited {
-                    pane: pane.get(),
-                    code: exit.code,
-                    held: record.hold.is_some(),
-                }));
-            }
-            if let Some(report) = &record.report {
-                replay.push(Frame::Message(HubMessage::Recovery(report.clone())));
-            }
+use crate::frames::{
+    FrameSender, NotQueued, QUEUED_PAUSE_ABOVE, QUEUED_RESUME_BELOW, STALL_LIMIT, frame_queue,
+};
+use crate::handle::{Client, HubHandle};
+use nightcrow_client_protocol::{
+    CLIENT_PROTOCOL_VERSION, Frame, HubMessage, Notice, Notices, RecoveryReport,
+};
+
+/// Notices kept for a subscriber that has not read them yet; one that falls further behind
+/// loses the oldest and is told how many. Notices are rare (a call-back, a resume), so this
+/// is hours of them.
+const NOTICE_QUEUE: usize = 64;
+
+pub(super) struct Clients {
+    attached: Vec<Attached>,
+    next_id: u64,
+    /// Handed to each [`Client`], which sends its id as it is dropped.
+    detach: mpsc::UnboundedSender<u64>,
+    /// Set while pane output waits for a client that fell behind.
+    paused: Option<Pause>,
+    /// What the broadcasts mean to a person who is away, read once for every subscriber
+    /// of [`HubHandle::notices`].
+    notices: Notices,
+    notice_sender: broadcast::Sender<Notice>,
+}
+
+struct Attached {
+    id: u64,
+    frames: FrameSender,
+}
+
+/// Pane output waiting for a client that fell behind.
+#[derive(Debug)]
+struct Pause {
+    since: Instant,
+    /// The most any client had queued when the pause (or its current limit) began.
+    queued: usize,
+}
+
+impl Clients {
+    pub(super) fn new(detach: mpsc::UnboundedSender<u64>) -> Clients {
+        Clients {
+            attached: Vec::new(),
+            next_id: 1,
+            detach,
+            paused: None,
+            notices: Notices::new(),
+            notice_sender: broadcast::Sender::new(NOTICE_QUEUE),
         }
-        replay.push(Frame::Message(HubMessage::Live));
-        // The replay is at most a hello, five frames per pane and `live` (the scrollback is 256 KiB),
-        // far below the queue's budget; a new client cannot be behind yet.
-        for frame in replay {
+    }
+
+    pub(super) fn notice_sender(&self) -> broadcast::WeakSender<Notice> {
+        self.notice_sender.downgrade()
+    }
+
+    /// Notices start from these reports and a live hub: nobody is told again what they
+    /// say.
+    pub(super) fn notices_from<'a>(&mut self, reports: impl Iterator<Item = &'a RecoveryReport>) {
+        for report in reports {
+            self.notices.observe(&HubMessage::Recovery(report.clone()));
+        }
+        self.notices.observe(&HubMessage::Live);
+    }
+
+    /// A new client, whose stream starts with `hello`, the `panes` replay and `live`.
+    pub(super) fn attach(&mut self, panes: Vec<Frame>, hub: HubHandle) -> Client {
+        let (frames, receiver) = frame_queue();
+        let id = self.next_id;
+        self.next_id += 1;
+        let hello = Frame::Message(HubMessage::Hello {
+            version: CLIENT_PROTOCOL_VERSION,
+        });
+        let live = Frame::Message(HubMessage::Live);
+        // The replay is at most a hello, five frames per pane and `live` (the scrollback is
+        // 256 KiB), far below the queue's budget; a new client cannot be behind yet.
+        for frame in std::iter::once(hello).chain(panes).chain([live]) {
             let _ = frames.try_send(frame);
         }
-        self.clients.push(ClientSlot { id, frames });
-        self.sizes.attached(id);
+        self.attached.push(Attached { id, frames });
         Client {
             id,
             frames: receiver,
             hub,
-            detach: self.detach_sender.clone(),
-        }
-    }
-
-    /// `client`: the attached client that sent it; `None` for a caller of the handle, which
-    /// has no size of its own and whose input is no client's activity.
-    pub(super) fn on_client_request(
-        &mut self,
-        request: ClientRequest,
-        client: Option<u64>,
-    ) -> Result<RequestOutcome, HubError> {
-        match request {
-            ClientRequest::Create {
-                title,
-                command,
-                rows,
-                cols,
-            } => {
-                let size = match (rows, cols) {
-                    (None, None) => self.config.default_size,
-                    (rows, cols) => PaneSize::new(
-                        rows.unwrap_or(self.config.default_size.rows()),
-                        cols.unwrap_or(self.config.default_size.cols()),
-                    )
-                    .map_err(pane_error)?,
-                };
-                let pane = self.open_pane(title, command, None, size)?;
-                if let Some(client) = client {
-                    // Opening a pane is acting, and the pane is opened at this client's size.
-                    self.sizes.want(client, pane, size);
-                    self.client_acted(client);
-                }
-                Ok(RequestOutcome::Opened(vec![pane]))
-            }
-            ClientRequest::Input { pane, data } => {
-                let (pane, token) = self.live_pane(pane)?;
-                // SPEC §6.4: the owner hears of the person, and its budget is cleared, before
-                // the bytes reach the PTY; output the pane printed before comes first.
-                self.flush_output(&token);
-                if let Some(event) = self.slot_event(&token, |token, generation| Event::UserInput {
-                    token,
-                    generation,
-                }) {
-                    self.send_to_owner(&token, event);
-                }
-                self.guard.cancel(&token);
-                if let Some(client) = client {
-                    // Before the bytes, so a program reads them at the size it will draw in.
-                    self.client_acted(client);
-                }
-                self.table
-                    .write_typed(pane, data.as_bytes())
-                    .map_err(pane_error)?;
-                Ok(RequestOutcome::Done)
-            }
-            ClientRequest::Resize { pane, rows, cols } => {
-                let (pane, _) = self.known_pane(pane)?;
-                let size = PaneSize::new(rows, cols).map_err(pane_error)?;
-                match client {
-                    Some(client) => self.client_resize(client, pane, size),
-                    None => self.set_pane_size(pane, size)?,
-                }
-                Ok(RequestOutcome::Done)
-            }
-            ClientRequest::Close { pane } => {
-                let (pane, token) = self.known_pane(pane)?;
-                self.remove_pane(pane, &token);
-                Ok(RequestOutcome::Done)
-            }
-            ClientRequest::CancelRecovery { pane } => {
-                let (id, token) = self.known_pane(pane)?;
-                let record = self.slots.get(&token);
-                if record.is_some_and(|r| r.hold.is_some()) {
-                    self.end_recovery(&token);
-                    return Ok(RequestOutcome::Done);
-                }
-                // Nothing held: say so, and what happens instead, rather than pretend.
-                let alive = self.table.slot(id).is_some_and(|slot| slot.is_alive());
-                let watcher = record.and_then(|r| r.owner.as_deref());
-                Err(HubError::BadRequest(match (alive, watcher) {
-                    (true, Some(plugin)) => format!(
-                        "nothing to cancel: pane {pane} is running, not held; {plugin} goes on \
-                         watching it (close the pane to end it)"
-                    ),
-                    (true, None) => format!(
-                        "nothing to cancel: pane {pane} is running and no plugin watches it"
-                    ),
-                    (false, _) => format!(
-                        "nothing to cancel: pane {pane} has exited and nothing is held for it"
-                    ),
-                }))
-            }
-            ClientRequest::Start => {
-                let missing: Vec<StartupCommand> = self
-                    .config
-                    .startup_commands
-                    .iter()
-                    .filter(|startup| {
-                        !self.slots.values().any(|record| {
-                            record.startup.as_ref() == Some(*startup)
-                                && (record.exit.is_none() || record.hold.is_some())
-                        })
-                    })
-                    .cloned()
-                    .collect();
-                let mut opened = Vec::new();
-                for startup in missing {
-                    opened.push(self.open_startup_pane(startup)?);
-                }
-                Ok(RequestOutcome::Opened(opened))
-            }
-        }
-    }
-
-    /// A pane a client names that the hub knows, with its token.
-    fn known_pane(&self, pane: u64) -> Result<(PaneId, Token), HubError> {
-        let id = PaneId::new(pane);
-        let slot = self.table.slot(id).ok_or(HubError::UnknownPane(pane))?;
-        Ok((id, slot.token().clone()))
-    }
-
-    fn live_pane(&self, pane: u64) -> Result<(PaneId, Token), HubError> {
-        let (id, token) = self.known_pane(pane)?;
-        match self.table.slot(id) {
-            Some(slot) if slot.is_alive() => Ok((id, token)),
-            _ => Err(HubError::Pane(format!("pane {pane} is not running"))),
-        }
-    }
-
-    pub(super) fn status(&self) -> HubStatus {
-        let now = Instant::now();
-        let panes = self
-            .panes_in_order()
-            .map(|(pane, slot, record)| PaneStatus {
-                pane,
-                title: record.title.clone(),
-                program_title: record.program_title.clone(),
-                generation: slot.generation(),
-                alive: slot.is_alive(),
-                owner: record.owner.clone(),
-            })
-            .collect();
-        let plugins = self
-            .plugins
-            .iter()
-            .map(|slot| PluginStatus {
-                name: slot.config.name().to_owned(),
-                health: slot.supervisor.plugin().map(|plugin| plugin.health()),
-                gave_up: slot.gave_up,
-            })
-            .collect();
-        let holds = self
-            .slots
-            .values()
-            .filter_map(|record| {
-                let hold = record.hold.as_ref()?;
-                Some(HoldStatus {
-                    pane: hold.pane,
-                    expires_in: hold.deadline.saturating_duration_since(now),
-                    report: record.report.clone(),
-                })
-            })
-            .collect();
-        HubStatus {
-            panes,
-            plugins,
-            holds,
+            detach: self.detach.clone(),
         }
     }
 
@@ -238,7 +104,7 @@ impl Worker {
             // No subscriber is fine: nobody asked to be told.
             let _ = self.notice_sender.send(notice);
         }
-        self.clients
+        self.attached
             .retain(|client| match client.frames.try_send(frame.clone()) {
                 Ok(()) => true,
                 Err(NotQueued::Full) => {
@@ -249,10 +115,25 @@ impl Worker {
             });
     }
 
-    /// Stops taking pane output while a client holds more than [`QUEUED_PAUSE_ABOVE`] bytes, and
-    /// takes it again once every client is down to [`QUEUED_RESUME_BELOW`].
+    pub(super) fn send_to(&mut self, id: u64, frame: Frame) {
+        self.attached
+            .retain(|client| client.id != id || client.frames.try_send(frame.clone()).is_ok());
+    }
+
+    /// Every client's stream ends.
+    pub(super) fn close_all(&mut self) {
+        self.attached.clear();
+    }
+
+    /// Whether pane output waits for a client that fell behind.
+    pub(super) fn paused(&self) -> bool {
+        self.paused.is_some()
+    }
+
+    /// Stops taking pane output while a client holds more than [`QUEUED_PAUSE_ABOVE`]
+    /// bytes, and takes it again once every client is down to [`QUEUED_RESUME_BELOW`].
     pub(super) fn check_backlog(&mut self) {
-        self.clients.retain(|client| !client.frames.is_closed());
+        self.attached.retain(|client| !client.frames.is_closed());
         let most = self.most_queued();
         match &self.paused {
             None if most > QUEUED_PAUSE_ABOVE => {
@@ -266,11 +147,16 @@ impl Worker {
         }
     }
 
-    /// [`STALL_LIMIT`] has passed in a pause: clients that took less than [`QUEUED_RESUME_BELOW`]
-    /// bytes in it are dropped (they get what they have queued, then their stream ends), so
-    /// one stopped client cannot hold the panes; if the slowest did drain that much, the
-    /// pause goes on with a fresh limit.
-    pub(super) fn on_stalled_clients(&mut self) {
+    /// When the current pause has lasted [`STALL_LIMIT`].
+    pub(super) fn stall_at(&self) -> Option<Instant> {
+        self.paused.as_ref().map(|pause| pause.since + STALL_LIMIT)
+    }
+
+    /// [`STALL_LIMIT`] has passed in a pause: clients that took less than
+    /// [`QUEUED_RESUME_BELOW`] bytes in it are dropped (they get what they have queued,
+    /// then their stream ends), so one stopped client cannot hold the panes; if the slowest
+    /// did drain that much, the pause goes on with a fresh limit.
+    pub(super) fn on_stalled(&mut self) {
         let Some(pause) = self.paused.take() else {
             return;
         };
@@ -282,7 +168,7 @@ impl Worker {
             });
             return;
         }
-        self.clients.retain(|client| {
+        self.attached.retain(|client| {
             let behind = client.frames.queued() > QUEUED_RESUME_BELOW;
             if behind {
                 tracing::warn!(client = client.id, "client fell behind; disconnected");
@@ -291,73 +177,20 @@ impl Worker {
         });
     }
 
+    /// Resolves when the client furthest behind catches up or goes (or at once without
+    /// clients).
+    pub(super) async fn caught_up(&self) {
+        let furthest = self
+            .attached
+            .iter()
+            .max_by_key(|client| client.frames.queued());
+        if let Some(client) = furthest {
+            client.frames.caught_up().await;
+        }
+    }
+
     fn most_queued(&self) -> usize {
-        let queued = self.clients.iter().map(|client| client.frames.queued());
+        let queued = self.attached.iter().map(|client| client.frames.queued());
         queued.max().unwrap_or(0)
-    }
-
-    pub(super) fn send_to_client(&mut self, id: u64, frame: Frame) {
-        self.clients
-            .retain(|client| client.id != id || client.frames.try_send(frame.clone()).is_ok());
-    }
-
-    pub(super) fn broadcast_cancelled(&mut self, pane: PaneId) {
-        let report = RecoveryReport::cancelled(pane.get());
-        self.broadcast(Frame::Message(HubMessage::Recovery(report)));
-    }
-
-    pub(super) fn broadcast_plugin(
-        &mut self,
-        name: &str,
-        state: PluginHealth,
-        detail: Option<String>,
-    ) {
-        self.broadcast(Frame::Message(HubMessage::Plugin {
-            name: name.to_owned(),
-            state,
-            detail,
-        }));
-    }
-}
-
-/// `replaces`: the pane a relaunch put this one in place of.
-pub(super) fn created(pane: PaneId, record: &SlotRecord, replaces: Option<PaneId>) -> HubMessage {
-    HubMessage::Created {
-        pane: pane.get(),
-        title: record.title.clone(),
-        rows: record.size.rows(),
-        cols: record.size.cols(),
-        replaces: replaces.map(PaneId::get),
-    }
-}
-
-/// `title` with the title the pane's program set, if it set one: after `created`, for a
-/// client that has not heard it (one attaching, or a relaunch's new pane).
-pub(super) fn program_title(pane: PaneId, record: &SlotRecord) -> Option<HubMessage> {
-    let title = record.program_title.clone()?;
-    Some(HubMessage::Title {
-        pane: pane.get(),
-        title: Some(title),
-    })
-}
-
-/// Pane output waiting for a client that fell behind.
-#[derive(Debug)]
-pub(super) struct Pause {
-    since: Instant,
-    /// The most any client had queued when the pause (or its current limit) began.
-    queued: usize,
-}
-
-impl Pause {
-    pub(super) fn stall_at(&self) -> Instant {
-        self.since + STALL_LIMIT
-    }
-}
-
-/// Resolves when the client furthest behind catches up or goes (or at once without clients).
-pub(super) async fn caught_up(clients: &[ClientSlot]) {
-    if let Some(client) = clients.iter().max_by_key(|client| client.frames.queued()) {
-        client.frames.caught_up().await;
     }
 }

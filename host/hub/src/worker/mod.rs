@@ -1,38 +1,53 @@
-//! The hub's one worker task (SPEC §6.1): it owns the pane table, the plugin supervisors,
-//! the guard and one [`SlotRecord`] per pane slot (title, startup command, owner, intended
-//! plugin, relaunch hold), and is the only code that touches them. It wakes on a hub
-//! request, a pane event, a plugin item, the next idle deadline or the next hold expiry —
-//! never on a fixed tick. While a client is far behind it stops taking pane events, so a
-//! flood waits for the client instead of the client being dropped (docs/hub.md).
+//! The hub's one worker task (SPEC §6.1). It wakes on a hub request, a pane event, a plugin
+//! item or the next deadline — never on a fixed tick — and is the only code that touches
+//! the hub's state. While a client is far behind it stops taking pane events, so a flood
+//! waits for the client instead of the client being dropped (docs/hub.md).
 //!
-//! Split by job: [`clients`] (client requests, attach, status, broadcasts), [`commands`]
-//! (plugin commands through the guard), [`panes`] (opening panes, pane events, holds,
-//! adoption), [`output`] (what an owner hears of a pane's output), [`plugins`]
-//! (supervision and reload), [`sizes`] (which client's size a shared pane takes).
+//! The state is three parts, each with one job, and the worker only orchestrates them:
+//! - [`Slots`](slots::Slots): the pane table, one record per slot (title, startup command,
+//!   owner, intended plugin, relaunch hold, report), the guard with each slot's budgets, and
+//!   the sizes clients want. Every way a slot's recovery ends goes through one
+//!   [`Slots::end`](slots::Slots::end).
+//! - [`Plugins`](plugins::Plugins): the supervised instances, which of them is running,
+//!   their log limits.
+//! - [`Clients`](clients::Clients): attached clients' queues, the broadcast, the pause for
+//!   a client that fell behind, the notices.
+//!
+//! No part reaches another. What a change means for plugins and clients is written to the
+//! worker's [`Outbox`] in the order it happened, and [`Worker::deliver`] — the one place
+//! where plugins and clients are both touched — hands it on after each wake-up. No worker
+//! method touches more than two parts itself.
+//!
+//! Orchestration by job: [`requests`] (what clients ask), [`supervision`] (plugin items,
+//! the approvals the guard gives, reload), [`journal`] (snapshots for the daemon's journal,
+//! taking back a previous daemon's panes).
 
 mod clients;
-mod commands;
 mod journal;
+mod outbox;
 mod output;
-mod panes;
 mod plugins;
-mod sizes;
+mod requests;
+mod slots;
+mod supervision;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use nightcrow_guard::{Guard, PaneId};
-use nightcrow_pane::{PaneEvent, PaneSize, PaneTable, Slot};
-use nightcrow_plugin_host::{PluginRuntime, RateLimit, Supervised, Supervisor};
-use nightcrow_protocol::Token;
+use nightcrow_pane::{PaneEvent, PaneSize, PaneTable};
+use nightcrow_plugin_host::PluginRuntime;
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::config::{HubConfig, HubPlugin, StartupCommand};
+use crate::config::{HubConfig, StartupCommand};
 use crate::handle::{HubError, HubHandle, ReplyTo, Request};
 use crate::snapshot::{Clocks, HubSnapshot, PaneSnapshot};
-use nightcrow_client_protocol::{Frame, HubMessage, RecoveryReport};
-use nightcrow_client_protocol::{Notice, Notices};
+use nightcrow_client_protocol::{Frame, HubMessage, Notice};
+use nightcrow_guard::{Guard, PaneId};
+
+use clients::Clients;
+use outbox::{Outbox, Parcel};
+use plugins::Plugins;
+use slots::Slots;
 
 /// Pane events taken in one go: PTY output arrives in bursts, and one wake-up per chunk
 /// would spend more on scheduling than on the bytes. Consecutive output of one pane in a
@@ -44,107 +59,21 @@ const PANE_EVENTS_PER_ROUND: usize = 64;
 /// chunks of a flood in another pane (256 of them held a key's echo ~190 ms behind 2 MB;
 /// docs/PERFORMANCE.md, "2×2 split with a flood").
 const PANE_EVENT_QUEUE: usize = 4;
-/// Notices kept for a subscriber that has not read them yet; one that falls further behind
-/// loses the oldest and is told how many. Notices are rare (a call-back, a resume), so this
-/// is hours of them.
-const NOTICE_QUEUE: usize = 64;
-
-/// Everything the hub knows about one pane slot beside the table's own slot. One record
-/// per token, so that forgetting a slot is one removal and no map can outlive another.
-#[derive(Debug, Clone)]
-struct SlotRecord {
-    title: Option<String>,
-    /// The title the pane's program set last (OSC 0 or 2), shown instead of `title`; kept
-    /// across a relaunch until the new process sets its own.
-    program_title: Option<String>,
-    /// The startup command that opened it; `None` for a client pane, which is never
-    /// relaunchable (SPEC §6.5).
-    startup: Option<StartupCommand>,
-    size: PaneSize,
-    /// The plugin that owns the pane.
-    owner: Option<String>,
-    /// The plugin its startup command named (SPEC §6.5), whether or not it owns it now.
-    intended: Option<String>,
-    /// Set once the pane's process ended: the pane stays, exited, until a client closes it.
-    exit: Option<Exit>,
-    /// Set while the exited pane waits for its owner to relaunch it (SPEC §6.2).
-    hold: Option<Hold>,
-    /// The owner's latest status for the pane, live or held, replayed to clients that
-    /// attach later (docs/hub.md: SPEC §6.6 keeps it for holds only).
-    report: Option<RecoveryReport>,
-    /// When the slot first opened (unix ms), for `pane_opened` and the journal.
-    opened_ms: i64,
-    /// Output text on its way to the owner.
-    output: output::OutputBatch,
-}
-
-impl SlotRecord {
-    fn owned_by(&self, plugin: &str) -> bool {
-        self.owner.as_deref() == Some(plugin)
-    }
-
-    /// The original startup command; `None` for bare shells and client panes, which are
-    /// therefore never relaunchable.
-    fn launch_command(&self) -> Option<&str> {
-        self.startup
-            .as_ref()
-            .map(|startup| startup.command.as_str())
-    }
-}
-
-/// How a pane's process ended.
-#[derive(Debug, Clone, Copy)]
-struct Exit {
-    /// `None` when a signal ended it.
-    code: Option<u32>,
-}
-
-/// An exited, owned, relaunchable pane kept for a relaunch (SPEC §6.2).
-#[derive(Debug, Clone)]
-struct Hold {
-    pane: PaneId,
-    deadline: Instant,
-}
-
-struct PluginSlot {
-    config: HubPlugin,
-    supervisor: Supervisor,
-    gave_up: bool,
-    /// Lines logged on the plugin's behalf (its `log` commands, WARN refusals): a plugin
-    /// that floods them fills no disk.
-    log_lines: RateLimit,
-}
-
-struct ClientSlot {
-    id: u64,
-    frames: crate::frames::FrameSender,
-}
 
 pub(crate) struct Worker {
     config: HubConfig,
-    runtime: PluginRuntime,
     /// Weak, so the worker ends (shutting everything down) once no handle is left; an
     /// attached client holds a strong one.
     handle: mpsc::WeakSender<Request>,
     requests: mpsc::Receiver<Request>,
-    table: PaneTable,
     pane_events: mpsc::Receiver<PaneEvent>,
-    guard: Guard,
-    plugins: Vec<PluginSlot>,
-    slots: HashMap<Token, SlotRecord>,
-    clients: Vec<ClientSlot>,
-    next_client: u64,
-    sizes: sizes::SharedSizes,
     /// Client ids, sent by each [`Client`](crate::Client) as it is dropped.
     detached: mpsc::UnboundedReceiver<u64>,
-    detach_sender: mpsc::UnboundedSender<u64>,
-    /// Set while pane output waits for a client that fell behind.
-    paused: Option<clients::Pause>,
+    slots: Slots,
+    plugins: Plugins,
+    clients: Clients,
+    outbox: Outbox,
     journal: journal::Journal,
-    /// What the broadcasts mean to a person who is away, read once for every subscriber
-    /// of [`HubHandle::notices`].
-    notices: Notices,
-    notice_sender: broadcast::Sender<Notice>,
 }
 
 impl Worker {
@@ -171,33 +100,32 @@ impl Worker {
             config.runtime_dir.clone(),
             events,
         )
-        .map_err(|error| HubError::Pane(error.to_string()))?
+        .map_err(pane_error)?
         .with_idle_threshold(config.guard_limits.idle_threshold());
-        let (detach_sender, detached) = mpsc::unbounded_channel();
+        let (detach, detached) = mpsc::unbounded_channel();
         let mut worker = Worker {
-            guard: Guard::new(config.guard_limits),
+            slots: Slots::new(
+                table,
+                Guard::new(config.guard_limits),
+                config.pending_relaunch_ttl,
+            ),
+            plugins: Plugins::new(runtime),
+            clients: Clients::new(detach),
             config,
-            runtime,
             handle,
             requests,
-            table,
             pane_events,
-            plugins: Vec::new(),
-            slots: HashMap::new(),
-            clients: Vec::new(),
-            next_client: 1,
-            sizes: sizes::SharedSizes::default(),
             detached,
-            detach_sender,
-            paused: None,
+            outbox: Outbox::default(),
             journal: journal::Journal::new(),
-            notices: Notices::new(),
-            notice_sender: broadcast::Sender::new(NOTICE_QUEUE),
         };
         // Before anyone can subscribe, so the journal never sees the hub without its panes.
         worker.restore(restored);
         worker.open_startup_panes();
-        worker.notices_from_now();
+        worker.deliver();
+        // What the restored panes last reported is where the notices start from, as a
+        // client's replay is: a restart tells nobody again what they were told before it.
+        worker.clients.notices_from(worker.slots.reports());
         worker.publish_snapshot();
         Ok(worker)
     }
@@ -207,34 +135,20 @@ impl Worker {
     }
 
     pub(crate) fn notice_sender(&self) -> broadcast::WeakSender<Notice> {
-        self.notice_sender.downgrade()
-    }
-
-    /// What the restored panes last reported is where the notices start from, as a client's
-    /// replay is: a restart tells nobody again what they were told before it.
-    fn notices_from_now(&mut self) {
-        for record in self.slots.values() {
-            if let Some(report) = &record.report {
-                self.notices.observe(&HubMessage::Recovery(report.clone()));
-            }
-        }
-        self.notices.observe(&HubMessage::Live);
+        self.clients.notice_sender()
     }
 
     pub(crate) async fn run(mut self) {
-        let plugins = self.config.plugins.clone();
-        for plugin in plugins {
+        for plugin in self.config.plugins.clone() {
             if self.config.should_run(&plugin, false) {
                 self.start_plugin(plugin).await;
             }
         }
         loop {
+            self.deliver();
+            self.clients.check_backlog();
             self.publish_snapshot();
-            let idle_at = self.table.next_idle_deadline();
-            let journal_at = self.journal.screens_due();
-            let expiry_at = self.holds().map(|(_, hold)| hold.deadline).min();
-            let output_at = self.slots.values().filter_map(|r| r.output.due()).min();
-            let stall_at = self.paused.as_ref().map(clients::Pause::stall_at);
+            let due = self.deadlines();
             tokio::select! {
                 request = self.requests.recv() => match request {
                     Some(request) => {
@@ -244,7 +158,7 @@ impl Worker {
                     }
                     None => return self.shutdown().await,
                 },
-                Some(event) = self.pane_events.recv(), if self.paused.is_none() => {
+                Some(event) = self.pane_events.recv(), if !self.clients.paused() => {
                     let mut round = vec![event];
                     while round.len() < PANE_EVENTS_PER_ROUND {
                         match self.pane_events.try_recv() {
@@ -252,24 +166,44 @@ impl Worker {
                             Err(_) => break,
                         }
                     }
-                    for event in panes::coalesce(round) {
-                        self.on_pane_event(event);
-                    }
-                    self.check_backlog();
+                    self.on_pane_events(round);
                 }
-                () = clients::caught_up(&self.clients), if self.paused.is_some() => {
-                    self.check_backlog();
-                }
-                () = sleep_until(stall_at) => self.on_stalled_clients(),
-                Some(client) = self.detached.recv() => self.client_detached(client),
-                (index, item) = next_supervised(&mut self.plugins) => {
-                    self.on_supervised(index, item).await;
-                }
-                () = sleep_until(idle_at) => self.on_idle(),
-                () = sleep_until(expiry_at) => self.expire_holds(),
-                () = sleep_until(output_at) => self.flush_due_output(),
+                // The loop's top takes pane output again once it has.
+                () = self.clients.caught_up(), if self.clients.paused() => {}
+                () = sleep_until(due.stall) => self.clients.on_stalled(),
+                Some(client) = self.detached.recv() => self.on_detached(client),
+                (index, item) = self.plugins.next() => self.on_supervised(index, item).await,
+                () = sleep_until(due.slots) => self.on_slots_due(),
                 // The loop's top publishes the screens.
-                () = sleep_until(journal_at) => {}
+                () = sleep_until(due.screens) => {}
+            }
+        }
+    }
+
+    fn deadlines(&self) -> Deadlines {
+        Deadlines {
+            slots: self.slots.next_deadline(),
+            stall: self.clients.stall_at(),
+            screens: self.journal.screens_due(),
+        }
+    }
+
+    /// The client's sizes stop counting.
+    fn on_detached(&mut self, client: u64) {
+        self.slots.client_detached(client, &mut self.outbox);
+    }
+
+    fn on_slots_due(&mut self) {
+        self.slots.on_deadline(Instant::now(), &mut self.outbox);
+    }
+
+    /// Hands what the parts said on to plugins and clients, in the order they said it.
+    fn deliver(&mut self) {
+        for parcel in self.outbox.drain() {
+            match parcel {
+                Parcel::Tell { plugin, event } => self.plugins.send(&plugin, event),
+                Parcel::Show(frame) => self.clients.broadcast(frame),
+                Parcel::ShowTo { client, frame } => self.clients.send_to(client, frame),
             }
         }
     }
@@ -306,7 +240,7 @@ impl Worker {
                             let message = HubMessage::Error {
                                 message: error.to_string(),
                             };
-                            self.send_to_client(id, Frame::Message(message));
+                            self.outbox.show_to(id, Frame::Message(message));
                         }
                     }
                 }
@@ -315,7 +249,7 @@ impl Worker {
                 let _ = reply.send(self.status());
             }
             Request::Snapshot(reply) => {
-                let _ = reply.send(self.snapshot(Clocks::now(), true));
+                let _ = reply.send(self.slots.snapshot(Clocks::now(), true));
             }
             Request::Reload { config, reply } => {
                 let report = self.reload(*config).await;
@@ -330,66 +264,73 @@ impl Worker {
         true
     }
 
-    /// Every pane in display order, with its slot and record.
-    fn panes_in_order(&self) -> impl Iterator<Item = (PaneId, &Slot, &SlotRecord)> {
-        self.table.panes().into_iter().filter_map(|pane| {
-            let slot = self.table.slot(pane)?;
-            let record = self.slots.get(slot.token())?;
-            Some((pane, slot, record))
-        })
+    fn on_pane_events(&mut self, round: Vec<PaneEvent>) {
+        let now = Instant::now();
+        for event in slots::coalesce(round) {
+            if let PaneEvent::Output { .. } = event {
+                self.journal.output_arrived();
+            }
+            self.slots.on_pane_event(event, now, &mut self.outbox);
+        }
     }
 
-    /// Every relaunch hold, with its token.
-    fn holds(&self) -> impl Iterator<Item = (&Token, &Hold)> {
-        self.slots
+    /// Opens the startup commands that have no pane yet (a restored one counts).
+    fn open_startup_panes(&mut self) {
+        let missing: Vec<StartupCommand> = self
+            .config
+            .startup_commands
             .iter()
-            .filter_map(|(token, record)| Some((token, record.hold.as_ref()?)))
+            .filter(|startup| !self.slots.has_pane_for(startup))
+            .cloned()
+            .collect();
+        for startup in missing {
+            if let Err(error) = self.open_startup_pane(startup.clone()) {
+                tracing::warn!(command = %startup.command, %error, "startup pane not opened");
+            }
+        }
     }
 
-    /// The tokens whose record satisfies `keep`.
-    fn tokens_where(&self, keep: impl Fn(&SlotRecord) -> bool) -> Vec<Token> {
+    /// Opens a startup command's pane; the plugin it names owns it at once if it runs.
+    fn open_startup_pane(&mut self, startup: StartupCommand) -> Result<PaneId, HubError> {
+        let adopt = startup
+            .plugin
+            .as_deref()
+            .is_some_and(|plugin| self.plugins.is_running(plugin));
+        let size = self.config.default_size;
         self.slots
-            .iter()
-            .filter(|(_, record)| keep(record))
-            .map(|(token, _)| token.clone())
-            .collect()
+            .open_startup(startup, size, adopt, &mut self.outbox)
     }
 
-    fn owner_of(&self, token: &Token) -> Option<&str> {
-        self.slots.get(token)?.owner.as_deref()
-    }
-
+    /// Clients first, so they hear at once that the hub is going.
     async fn shutdown(&mut self) {
-        futures::future::join_all(
-            self.plugins
-                .iter_mut()
-                .map(|slot| slot.supervisor.shutdown()),
-        )
-        .await;
-        self.clients.clear();
-        // Waited for, so that a daemon exiting next does not end the escalation half-way.
-        let endings = self.table.end_all();
-        let _ = tokio::task::spawn_blocking(move || {
-            endings.into_iter().for_each(nightcrow_pane::Ending::wait);
-        })
-        .await;
+        self.clients.close_all();
+        self.stop_plugins_then_panes().await;
     }
+
+    /// Plugins stop before panes end, so none of them sees the exits this causes.
+    async fn stop_plugins_then_panes(&mut self) {
+        self.plugins.shutdown().await;
+        self.slots.end_all().await;
+    }
+}
+
+/// When the worker must wake up without being called.
+struct Deadlines {
+    /// A pane's idleness, a hold's expiry, or output's turn to reach its owner.
+    slots: Option<Instant>,
+    /// A pause for a client that fell behind has lasted too long.
+    stall: Option<Instant>,
+    /// Screens alone are due in the journal.
+    screens: Option<Instant>,
 }
 
 fn pane_error(error: nightcrow_pane::PaneError) -> HubError {
     HubError::Pane(error.to_string())
 }
 
-/// The next item of any supervisor, with its index; pending forever without plugins.
-async fn next_supervised(plugins: &mut [PluginSlot]) -> (usize, Supervised) {
-    if plugins.is_empty() {
-        return std::future::pending().await;
-    }
-    let nexts = plugins
-        .iter_mut()
-        .enumerate()
-        .map(|(index, slot)| Box::pin(async move { (index, slot.supervisor.next().await) }));
-    futures::future::select_all(nexts).await.0
+/// A size a client asked for, checked by the pane layer.
+fn pane_size(rows: u16, cols: u16) -> Result<PaneSize, HubError> {
+    PaneSize::new(rows, cols).map_err(pane_error)
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -8,8 +8,10 @@ use std::collections::HashMap;
 use nightcrow_guard::PaneId;
 use nightcrow_pane::PaneSize;
 
-use super::{Worker, pane_error};
+use super::Slots;
 use crate::handle::HubError;
+use crate::worker::outbox::Outbox;
+use crate::worker::pane_error;
 use nightcrow_client_protocol::{Frame, HubMessage};
 
 /// What every attached client wants, and when it last acted.
@@ -81,73 +83,111 @@ impl SharedSizes {
     }
 }
 
-impl Worker {
+impl Slots {
+    /// A client attached: attaching is its first act, as in tmux.
+    pub(in crate::worker) fn client_attached(&mut self, client: u64) {
+        self.sizes.attached(client);
+    }
+
     /// A client asks for `size` on `pane`. Its first size for a pane only says what it
     /// would want (it follows a pane someone else opened, or the replay of its attach);
     /// any later one is the person at it acting (a terminal resized, the claim key). A
     /// client whose size does not win is told the size the pane keeps, so it draws the
     /// pane as the program sees it.
-    pub(super) fn client_resize(&mut self, client: u64, pane: PaneId, size: PaneSize) {
+    pub(in crate::worker) fn client_resize(
+        &mut self,
+        client: u64,
+        pane: u64,
+        size: PaneSize,
+        outbox: &mut Outbox,
+    ) -> Result<(), HubError> {
+        let (pane, token) = self.known_pane(pane)?;
         if !self.sizes.want(client, pane, size) {
-            self.client_acted(client);
+            self.client_acted(client, outbox);
         }
-        self.apply_shared_size(pane);
-        let kept = self
-            .table
-            .slot(pane)
-            .and_then(|slot| self.slots.get(slot.token()))
-            .map(|record| record.size);
+        self.apply_shared_size(pane, outbox);
+        let kept = self.records.get(&token).map(|record| record.size);
         if let Some(kept) = kept.filter(|kept| *kept != size) {
             let resized = HubMessage::Resized {
                 pane: pane.get(),
                 rows: kept.rows(),
                 cols: kept.cols(),
             };
-            self.send_to_client(client, Frame::Message(resized));
+            outbox.show_to(client, Frame::Message(resized));
         }
+        Ok(())
+    }
+
+    /// A client opened `pane` at `size`: opening a pane is acting, and the pane is the
+    /// client's size.
+    pub(in crate::worker) fn client_opened(
+        &mut self,
+        client: u64,
+        pane: PaneId,
+        size: PaneSize,
+        outbox: &mut Outbox,
+    ) {
+        self.sizes.want(client, pane, size);
+        self.client_acted(client, outbox);
     }
 
     /// The client became the latest: the panes it sized take its sizes.
-    pub(super) fn client_acted(&mut self, client: u64) {
+    pub(in crate::worker) fn client_acted(&mut self, client: u64, outbox: &mut Outbox) {
         for pane in self.sizes.acted(client) {
-            self.apply_shared_size(pane);
+            self.apply_shared_size(pane, outbox);
         }
     }
 
     /// The client detached: its panes take the size of the latest of the others.
-    pub(super) fn client_detached(&mut self, client: u64) {
+    pub(in crate::worker) fn client_detached(&mut self, client: u64, outbox: &mut Outbox) {
         for pane in self.sizes.detached(client) {
-            self.apply_shared_size(pane);
+            self.apply_shared_size(pane, outbox);
         }
     }
 
-    fn apply_shared_size(&mut self, pane: PaneId) {
+    fn apply_shared_size(&mut self, pane: PaneId, outbox: &mut Outbox) {
         if let Some(size) = self.sizes.size_of(pane)
-            && let Err(error) = self.set_pane_size(pane, size)
+            && let Err(error) = self.set_size(pane, size, outbox)
         {
             tracing::debug!(%pane, %error, "resize failed");
         }
     }
 
+    /// A caller of the hub's handle (no client: it has no size of its own) sets the size.
+    pub(in crate::worker) fn resize(
+        &mut self,
+        pane: u64,
+        size: PaneSize,
+        outbox: &mut Outbox,
+    ) -> Result<(), HubError> {
+        let (pane, _) = self.known_pane(pane)?;
+        self.set_size(pane, size, outbox)
+    }
+
     /// Resizes the pane's PTY and tells every client, unless it has that size already.
-    pub(super) fn set_pane_size(&mut self, pane: PaneId, size: PaneSize) -> Result<(), HubError> {
+    fn set_size(
+        &mut self,
+        pane: PaneId,
+        size: PaneSize,
+        outbox: &mut Outbox,
+    ) -> Result<(), HubError> {
         let slot = self
             .table
             .slot(pane)
             .ok_or(HubError::UnknownPane(pane.get()))?;
         let token = slot.token().clone();
-        if self.slots.get(&token).is_some_and(|r| r.size == size) {
+        if self.records.get(&token).is_some_and(|r| r.size == size) {
             return Ok(());
         }
         self.table.resize(pane, size).map_err(pane_error)?;
-        if let Some(record) = self.slots.get_mut(&token) {
+        if let Some(record) = self.records.get_mut(&token) {
             record.size = size;
         }
-        self.broadcast(Frame::Message(HubMessage::Resized {
+        outbox.show(HubMessage::Resized {
             pane: pane.get(),
             rows: size.rows(),
             cols: size.cols(),
-        }));
+        });
         Ok(())
     }
 }
