@@ -9,6 +9,9 @@ use nightcrow_guest_build::{GuestTarget, build};
 const PACKAGE: &str = "nightcrow-recovery";
 
 fn main() {
+    if std::env::var_os("CARGO_FEATURE_EMBED").is_none() {
+        return;
+    }
     let wasm = build(PACKAGE, GuestTarget::Wasm);
     let wasm = wasm
         .iter()

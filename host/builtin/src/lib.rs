@@ -5,6 +5,9 @@
 //! binary carries exactly the component its source describes. This crate only hands out
 //! bytes; checking, compiling and sandboxing them is the plugin runtime's job.
 //!
+//! [`NAMES`] is the one list of them: the config checks `builtin:<name>` against it. The
+//! `embed` feature (on by default) adds the components; the config builds without it.
+//!
 //! ```
 //! let wasm = nightcrow_builtin::lookup("builtin:nightcrow-recovery").expect("bundled");
 //! assert_eq!(&wasm[..4], b"\0asm");
@@ -12,6 +15,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "embed")]
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 }
@@ -22,6 +26,7 @@ pub const PREFIX: &str = "builtin:";
 /// Names of the bundled plugins (without the prefix).
 pub const NAMES: &[&str] = &["nightcrow-recovery"];
 
+#[cfg(feature = "embed")]
 /// The wasm component of a bundled plugin, by `builtin:<name>` or by bare name.
 pub fn lookup(name: &str) -> Option<&'static [u8]> {
     match name.strip_prefix(PREFIX).unwrap_or(name) {
@@ -30,7 +35,7 @@ pub fn lookup(name: &str) -> Option<&'static [u8]> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "embed"))]
 mod tests {
     use super::*;
 

@@ -23,9 +23,6 @@ pub const MAX_NOTIFY_HOOKS: usize = 8;
 /// `NIGHTCROW_EVENT` (the hub's notices; the daemon checks that the two lists agree).
 pub const NOTIFY_EVENTS: [&str; 4] = ["attention", "needs_attention", "auto_continued", "resumed"];
 
-/// Builtin plugins the daemon ships (`command = "builtin:<name>"`).
-const BUILTINS: &[&str] = &["nightcrow-recovery"];
-
 /// A whole, valid config.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -586,15 +583,15 @@ fn plugin_command(
     problems: &mut Problems,
 ) -> Option<PluginCommand> {
     let text = command.get_ref().trim();
-    if let Some(name) = text.strip_prefix("builtin:") {
-        if BUILTINS.contains(&name) {
+    if let Some(name) = text.strip_prefix(nightcrow_builtin::PREFIX) {
+        if nightcrow_builtin::NAMES.contains(&name) {
             return Some(PluginCommand::Builtin(name.to_owned()));
         }
         problems.push((
             command.span(),
             format!(
                 "there is no builtin plugin `{name}`; builtins: {}",
-                BUILTINS.join(", ")
+                nightcrow_builtin::NAMES.join(", ")
             ),
         ));
         return None;
