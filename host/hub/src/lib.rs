@@ -41,6 +41,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod clock;
 mod config;
 mod frames;
 mod handle;

@@ -83,7 +83,7 @@ impl Clocks {
                 i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
             });
         Clocks {
-            instant: Instant::now(),
+            instant: crate::clock::now(),
             unix_ms,
         }
     }

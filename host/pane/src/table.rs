@@ -100,6 +100,9 @@ pub struct PaneTable {
     events: mpsc::Sender<PaneEvent>,
     max_panes: usize,
     idle_threshold: Duration,
+    /// When output arrives and processes start; the hub's own clock, so that idleness and
+    /// the hub's deadlines are measured on one clock.
+    clock: fn() -> Instant,
     next_id: u64,
     entries: Vec<Entry>,
 }
@@ -131,6 +134,7 @@ impl PaneTable {
             events,
             max_panes: MAX_PANES,
             idle_threshold: IDLE_THRESHOLD,
+            clock: Instant::now,
             next_id: 1,
             entries: Vec::new(),
         })
@@ -146,6 +150,13 @@ impl PaneTable {
     /// ten seconds. The hub uses the default, which the guard shares.
     pub fn with_idle_threshold(mut self, threshold: Duration) -> PaneTable {
         self.idle_threshold = threshold;
+        self
+    }
+
+    /// Changes the clock ([`Instant::now`] by default): the hub's is tokio's, so that its
+    /// tests may pause and advance time.
+    pub fn with_clock(mut self, clock: fn() -> Instant) -> PaneTable {
+        self.clock = clock;
         self
     }
 
@@ -172,7 +183,7 @@ impl PaneTable {
             slot: Slot {
                 token,
                 generation: 1,
-                last_output: Instant::now(),
+                last_output: (self.clock)(),
                 alive: true,
             },
             idle_reported: false,
@@ -207,7 +218,7 @@ impl PaneTable {
             slot: Slot {
                 token,
                 generation: generation.max(1),
-                last_output: Instant::now(),
+                last_output: (self.clock)(),
                 alive: false,
             },
             idle_reported: false,
@@ -251,7 +262,7 @@ impl PaneTable {
         entry.process = Some(process);
         entry.slot.generation = entry.slot.generation.saturating_add(1);
         entry.slot.alive = true;
-        entry.slot.last_output = Instant::now();
+        entry.slot.last_output = (self.clock)();
         entry.idle_reported = false;
         entry.scrollback = Scrollback::new(SCROLLBACK_BYTES);
         entry.stripper = Stripper::new();
@@ -322,10 +333,11 @@ impl PaneTable {
     /// (nothing for an unknown pane). An escape sequence split across chunks counts in the
     /// chunk that ends it.
     pub fn record_output(&mut self, pane: PaneId, bytes: &[u8]) -> Recorded {
+        let now = (self.clock)();
         let Some(entry) = self.entry_mut(pane) else {
             return Recorded::default();
         };
-        entry.slot.last_output = Instant::now();
+        entry.slot.last_output = now;
         entry.idle_reported = false;
         entry.scrollback.push(bytes);
         let text = entry.stripper.push(bytes);

@@ -138,7 +138,7 @@ impl Clients {
         match &self.paused {
             None if most > QUEUED_PAUSE_ABOVE => {
                 self.paused = Some(Pause {
-                    since: Instant::now(),
+                    since: crate::clock::now(),
                     queued: most,
                 });
             }
@@ -163,7 +163,7 @@ impl Clients {
         let most = self.most_queued();
         if most + QUEUED_RESUME_BELOW <= pause.queued {
             self.paused = Some(Pause {
-                since: Instant::now(),
+                since: crate::clock::now(),
                 queued: most,
             });
             return;

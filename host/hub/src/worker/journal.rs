@@ -29,7 +29,7 @@ impl Journal {
             snapshots: watch::Sender::new(Arc::default()),
             epoch: Clocks::now(),
             shape: HubSnapshot::default(),
-            published_at: Instant::now(),
+            published_at: crate::clock::now(),
             screens_stale: false,
         }
     }
@@ -54,7 +54,7 @@ impl Worker {
     /// one, or if only output did and [`SCREEN_EVERY`] has passed.
     pub(super) fn publish_snapshot(&mut self) {
         let shape = self.slots.snapshot(self.journal.epoch, false);
-        let now = Instant::now();
+        let now = crate::clock::now();
         let screens_due = self.journal.screens_due().is_some_and(|due| due <= now);
         if shape == self.journal.shape && !screens_due {
             return;

@@ -101,7 +101,8 @@ impl Worker {
             events,
         )
         .map_err(pane_error)?
-        .with_idle_threshold(config.guard_limits.idle_threshold());
+        .with_idle_threshold(config.guard_limits.idle_threshold())
+        .with_clock(crate::clock::now);
         let (detach, detached) = mpsc::unbounded_channel();
         let mut worker = Worker {
             slots: Slots::new(
@@ -194,7 +195,8 @@ impl Worker {
     }
 
     fn on_slots_due(&mut self) {
-        self.slots.on_deadline(Instant::now(), &mut self.outbox);
+        self.slots
+            .on_deadline(crate::clock::now(), &mut self.outbox);
     }
 
     /// Hands what the parts said on to plugins and clients, in the order they said it.
@@ -265,7 +267,7 @@ impl Worker {
     }
 
     fn on_pane_events(&mut self, round: Vec<PaneEvent>) {
-        let now = Instant::now();
+        let now = crate::clock::now();
         for event in slots::coalesce(round) {
             if let PaneEvent::Output { .. } = event {
                 self.journal.output_arrived();

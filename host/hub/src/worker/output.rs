@@ -36,15 +36,11 @@ impl OutputBatch {
         if quiet { self.take(now) } else { None }
     }
 
-    /// When the pending text must be sent, if there is any.
+    /// When the pending text must be sent, if there is any. Text is pending only after a
+    /// send (the first push sends at once), so it is due one turn after that send.
     pub(crate) fn due(&self) -> Option<Instant> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        Some(
-            self.last_sent
-                .map_or(Instant::now(), |sent| sent + FLUSH_EVERY),
-        )
+        let sent = self.last_sent.filter(|_| !self.pending.is_empty())?;
+        Some(sent + FLUSH_EVERY)
     }
 
     /// The pending text, to send now; `None` when there is none.

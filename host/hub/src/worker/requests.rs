@@ -3,8 +3,6 @@
 //! Human input enters panes only here, through the slots' `write_typed`, never the
 //! plugins' door.
 
-use std::time::Instant;
-
 use nightcrow_client_protocol::ClientRequest;
 use nightcrow_pane::PaneSize;
 
@@ -93,7 +91,7 @@ impl Worker {
     }
 
     pub(super) fn status(&self) -> HubStatus {
-        let (panes, holds) = self.slots.status(Instant::now());
+        let (panes, holds) = self.slots.status(crate::clock::now());
         HubStatus {
             panes,
             plugins: self.plugins.status(),

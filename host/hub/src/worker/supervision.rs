@@ -3,8 +3,6 @@
 //! only path from a plugin's request to a pane: facts, `Guard::judge`, and an exhaustive
 //! match on the `Approved` value — and reload (SPEC §4.4, §4.6, §6.5).
 
-use std::time::Instant;
-
 use nightcrow_client_protocol::{HubMessage, PluginHealth};
 use nightcrow_guard::Approved;
 use nightcrow_plugin_host::{Lifecycle, Supervised};
@@ -50,7 +48,7 @@ impl Worker {
     /// The only path from a plugin's request to a pane: facts, judgement, approval.
     fn on_command(&mut self, index: usize, command: Command) {
         let policy = self.plugins.policy(index);
-        let approved = match self.slots.judge(&policy, &command, Instant::now()) {
+        let approved = match self.slots.judge(&policy, &command, crate::clock::now()) {
             Ok(approved) => approved,
             Err(refused) => return self.plugins.log_refusal(index, &command, &refused),
         };

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use nightcrow_client_protocol::{HubMessage, RecoveryReport};
 use nightcrow_guard::{GuardLimits, PaneId};
+use nightcrow_hub::PENDING_RELAUNCH_TTL;
 use nightcrow_plugin_host::RuntimeKind;
 use nightcrow_protocol::{Event, Token};
 
@@ -297,6 +298,42 @@ async fn a_hold_expires_after_its_ttl() {
         status.holds.is_empty() && status.panes.len() == 1 && !status.panes[0].alive,
         "{status:?}"
     );
+    hub.shutdown().await;
+}
+
+/// A hold lasts the whole of SPEC §6.2's nine days, measured on the hub's clock, which is
+/// tokio's: with time paused and moved on, the hold is there a second before its end and
+/// gone, with its marker, a second after.
+#[tokio::test]
+async fn a_hold_lasts_nine_days_on_the_hubs_clock() {
+    let (mut config, repo) = TestHub::config();
+    assert_eq!(config.pending_relaunch_ttl, PENDING_RELAUNCH_TTL);
+    config.startup_commands = vec![startup("nine days", &after_go("echo bye"), Some("nine"))];
+    config.plugins = vec![scripted("nine", &[])];
+    let mut hub = TestHub::start(config, repo).await;
+    let pane = hub.startup_pane(0).await;
+    hub.go();
+    event("nine", |event| {
+        matches!(event, Event::PaneExited { .. }).then_some(())
+    })
+    .await;
+    let second = Duration::from_secs(1);
+    tokio::time::pause();
+    tokio::time::advance(PENDING_RELAUNCH_TTL - second).await;
+    let status = hub.hub.status().await.expect("status");
+    assert!(
+        status.holds.len() == 1 && status.holds[0].expires_in <= second,
+        "{status:?}"
+    );
+    tokio::time::advance(2 * second).await;
+    hub.client.saw(cancelled(pane)).await;
+    let status = hub.hub.status().await.expect("status");
+    assert!(status.holds.is_empty(), "{status:?}");
+    tokio::time::resume();
+    event("nine", |event| {
+        matches!(event, Event::PaneClosed { .. }).then_some(())
+    })
+    .await;
     hub.shutdown().await;
 }
 

@@ -253,7 +253,7 @@ impl Slots {
         if !self.table.slot(id).is_some_and(Slot::is_alive) {
             return Err(HubError::Pane(format!("pane {pane} is not running")));
         }
-        self.flush_output(&token, Instant::now(), outbox);
+        self.flush_output(&token, crate::clock::now(), outbox);
         self.tell_owner(
             &token,
             |token, generation| Event::UserInput { token, generation },
@@ -306,7 +306,7 @@ impl Slots {
         let pane = self.table.resolve(token);
         let owned = self.owner_of(token).is_some();
         if owned && how != End::Release {
-            self.flush_output(token, Instant::now(), outbox);
+            self.flush_output(token, crate::clock::now(), outbox);
             self.tell_owner(
                 token,
                 |token, generation| Event::PaneClosed { token, generation },
