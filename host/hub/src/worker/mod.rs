@@ -233,6 +233,8 @@ impl Worker {
                     Ok(request) => self.on_client_request(request, client),
                     Err(message) => Err(HubError::BadRequest(message)),
                 };
+                // A caller that hears "done" finds its effects already sent.
+                self.deliver();
                 match reply {
                     ReplyTo::Caller(reply) => {
                         let _ = reply.send(result);
@@ -255,6 +257,7 @@ impl Worker {
             }
             Request::Reload { config, reply } => {
                 let report = self.reload(*config).await;
+                self.deliver();
                 let _ = reply.send(report);
             }
             Request::Shutdown(done) => {
@@ -303,15 +306,15 @@ impl Worker {
             .open_startup(startup, size, adopt, &mut self.outbox)
     }
 
-    /// Clients first, so they hear at once that the hub is going.
+    /// Plugins stop first, so none of them sees the exits the shutdown causes; then the
+    /// clients' streams end, then the panes.
     async fn shutdown(&mut self) {
+        self.plugins.shutdown().await;
         self.clients.close_all();
-        self.stop_plugins_then_panes().await;
+        self.end_panes().await;
     }
 
-    /// Plugins stop before panes end, so none of them sees the exits this causes.
-    async fn stop_plugins_then_panes(&mut self) {
-        self.plugins.shutdown().await;
+    async fn end_panes(&mut self) {
         self.slots.end_all().await;
     }
 }

@@ -58,6 +58,8 @@ impl Worker {
                 Ok(RequestOutcome::Done)
             }
             ClientRequest::Resize { pane, rows, cols } => {
+                // An unknown pane is the answer before a bad size.
+                self.slots.known_pane(pane)?;
                 let size: PaneSize = pane_size(rows, cols)?;
                 match client {
                     Some(client) => self.slots.client_resize(client, pane, size, outbox)?,

@@ -27,6 +27,8 @@ impl Worker {
             tracing::warn!(plugin, "plugin did not start; its panes run unwatched");
         }
         self.on_supervised(index, first).await;
+        // What it was handed goes now, not after the plugins that start next.
+        self.deliver();
         started
     }
 
@@ -120,6 +122,9 @@ impl Worker {
                     report
                         .retired
                         .extend(self.slots.end_episodes_of(&name, &mut self.outbox));
+                    // Clients see the markers go now; the instance, out of the list, is
+                    // not told its holds ended: it is going.
+                    self.deliver();
                     instance.shutdown().await;
                     match wanted {
                         Some(plugin) => {
@@ -134,8 +139,8 @@ impl Worker {
                 }
             }
         }
-        // What the stopped instances would have been told goes nowhere, as they are gone;
-        // delivered before a successor of the same name starts, which must not hear it.
+        // Before any successor of a stopped plugin's name starts, which must not hear what
+        // was meant for its predecessor.
         self.deliver();
         let restarted = to_start.len();
         for plugin in self.config.plugins.clone() {

@@ -143,8 +143,8 @@ struct Hold {
     deadline: Instant,
 }
 
-/// How the recovery of a slot ends, in [`Slots::end`]. Each ends the owner's hold on the
-/// slot and clears its budget; clients stop showing its marker.
+/// How the recovery of a slot ends, in [`Slots::end`]. Each lets go of the slot's owner,
+/// report and budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum End {
     /// The episode is over (a hold expired or was cancelled, a bare shell exited, the
@@ -152,11 +152,13 @@ pub(super) enum End {
     /// which forgets the plugin its startup command named.
     Recovery,
     /// The owner is gone for good (it gave up, was stopped, or its successor did not
-    /// start): nobody tells it; the pane runs unwatched, and a plugin of that name started
-    /// later takes the pane back if its startup command names it.
+    /// start): nobody tells it, and clients stop showing a marker it left; the pane runs
+    /// unwatched, and a plugin of that name started later takes the pane back if its
+    /// startup command names it. Its holds were ended before, as `Recovery`.
     Release,
-    /// The pane goes (a client closed it, or it is an old plain exit): its recovery ends
-    /// as in `Recovery`, then its record, table entry and sizes go, and clients are told.
+    /// The pane goes (a client closed it, or it is an old plain exit): an owned pane's
+    /// recovery ends as in `Recovery`, then its record, table entry and sizes go, and
+    /// clients are told.
     Close,
 }
 
@@ -300,8 +302,9 @@ impl Slots {
         Ok(())
     }
 
-    /// Ends the recovery of the slot (see [`End`]): the one place a slot's owner, intended
-    /// plugin, hold, report and budget are let go of, and the only way a pane goes.
+    /// Ends the recovery of the slot (see [`End`]): every path that ends an owner's episode
+    /// or hold comes here (a relaunch, which ends a hold by replacing the pane, excepted),
+    /// and it is the only way a pane goes.
     pub(super) fn end(&mut self, token: &Token, how: End, outbox: &mut Outbox) {
         let pane = self.table.resolve(token);
         let owned = self.owner_of(token).is_some();
@@ -324,7 +327,9 @@ impl Slots {
             }
         }
         let Some(pane) = pane else {
-            self.records.remove(token);
+            if how == End::Close {
+                self.records.remove(token);
+            }
             return;
         };
         let marker_goes = match how {
