@@ -11,7 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nightcrow_client_protocol::{Frame, HubMessage};
+use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage};
+use nightcrow_hub::relay::{Inbound, PeerGone, Transport, relay};
 use nightcrow_hub::{Hub, HubConfig, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
@@ -140,42 +141,28 @@ impl Layout {
         let config = self.hub_config();
         nightcrow_daemon::mapping::precompile(&runtime, &config).await;
         let hub = Hub::spawn(config, runtime).map_err(|e| format!("cannot open: {e}"))?;
-        let client = hub.attach().await.map_err(|e| e.to_string())?;
         let outcome = if tui {
-            in_tui(hub.clone(), client).await
+            in_tui(hub.clone()).await
         } else {
-            follow(client, Story::new(narrate), |_| {}).await
+            let mut demo = Demo::new(Story::new(narrate), None);
+            relay(&hub, &mut demo).await;
+            demo.outcome()
         };
         hub.shutdown().await;
         outcome
     }
 }
 
-/// The demo in the TUI: the hub's frames go to the TUI as the transcript would have read
-/// them, its requests to the hub; once the resumed pane runs (and a moment to see it), the
-/// attachment closes and the TUI ends.
-async fn in_tui(
-    hub: nightcrow_hub::HubHandle,
-    client: nightcrow_hub::Client,
-) -> Result<String, String> {
+/// The demo in the TUI: the relay hands the hub's frames to the TUI and its requests to the
+/// hub; once the resumed pane runs (and a moment to see it), the relay ends, which closes the
+/// attachment, and the TUI ends.
+async fn in_tui(hub: nightcrow_hub::HubHandle) -> Result<String, String> {
     let (frames_tx, frames) = tokio::sync::mpsc::unbounded_channel();
-    let (requests, mut requests_rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(request) = requests_rx.recv().await {
-            if hub.request(request).await.is_err() {
-                return;
-            }
-        }
-    });
+    let (requests, requests_rx) = tokio::sync::mpsc::unbounded_channel();
     let story = tokio::spawn(async move {
-        let outcome = follow(client, Story::new(false), |frame| {
-            let _ = frames_tx.send(frame);
-        })
-        .await;
-        if outcome.is_ok() {
-            tokio::time::sleep(LINGER).await;
-        }
-        outcome
+        let mut demo = Demo::new(Story::new(false), Some((frames_tx, requests_rx)));
+        relay(&hub, &mut demo).await;
+        demo.outcome()
     });
     let options = nightcrow_tui::Options {
         leader: nightcrow_config::LeaderKey::default(),
@@ -188,37 +175,98 @@ async fn in_tui(
         .await
         .map_err(|e| format!("the terminal: {e}"))?;
     if ended != nightcrow_tui::Outcome::Closed {
-        story.abort();
+        // Its requests channel is closed with it, which ends the relay.
         return Ok("demo left before the recovery; nothing was kept".to_owned());
     }
     story.await.map_err(|e| e.to_string())?
 }
 
-/// Tells `story` every frame (and hands it on to `also`) until the resumed pane runs.
-async fn follow(
-    mut client: nightcrow_hub::Client,
-    mut story: Story,
-    mut also: impl FnMut(Frame),
-) -> Result<String, String> {
-    let give_up = tokio::time::Instant::now() + GIVE_UP_AFTER;
-    let mut ticks = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            frame = client.recv() => match frame {
-                Some(frame) => {
-                    let done = story.tell(frame.clone());
-                    also(frame);
-                    if let Some(number) = done {
-                        return Ok(format!("\u{2714} recovered: the session was resumed in pane {number}."));
-                    }
+/// The TUI's ends of an attachment, seen from the hub's side.
+type TuiLink = (
+    tokio::sync::mpsc::UnboundedSender<Frame>,
+    tokio::sync::mpsc::UnboundedReceiver<ClientRequest>,
+);
+
+/// The demo's connection to its hub, a [`Transport`] for the same relay as the daemon's
+/// socket and the web page's: every frame goes to the story, and to the TUI when it shows
+/// the demo; the TUI's requests go to the hub. It ends the relay [`LINGER`] after the
+/// recovery in the TUI (at once for the transcript), or after [`GIVE_UP_AFTER`] without one.
+struct Demo {
+    story: Story,
+    tui: Option<TuiLink>,
+    ticks: tokio::time::Interval,
+    /// When the relay ends.
+    until: tokio::time::Instant,
+    /// The line that ends the demo, once known.
+    ended: Option<Result<String, String>>,
+}
+
+impl Demo {
+    fn new(story: Story, tui: Option<TuiLink>) -> Demo {
+        Demo {
+            story,
+            tui,
+            ticks: tokio::time::interval(Duration::from_secs(1)),
+            until: tokio::time::Instant::now() + GIVE_UP_AFTER,
+            ended: None,
+        }
+    }
+
+    /// The line that ends the demo, after the relay ended.
+    fn outcome(self) -> Result<String, String> {
+        self.ended
+            .unwrap_or_else(|| Err("the hub ended before the recovery".to_owned()))
+    }
+}
+
+impl Transport for Demo {
+    async fn send(&mut self, frame: Frame) -> Result<(), PeerGone> {
+        if self.ended.is_none()
+            && let Some(number) = self.story.tell(frame.clone())
+        {
+            self.ended = Some(Ok(format!(
+                "\u{2714} recovered: the session was resumed in pane {number}."
+            )));
+            let linger = if self.tui.is_some() {
+                LINGER
+            } else {
+                Duration::ZERO
+            };
+            self.until = tokio::time::Instant::now() + linger;
+        }
+        match &self.tui {
+            Some((frames, _)) => frames.send(frame).map_err(|_| PeerGone),
+            None => Ok(()),
+        }
+    }
+
+    async fn recv(&mut self) -> Inbound {
+        loop {
+            tokio::select! {
+                request = next_request(&mut self.tui) => return match request {
+                    Some(request) => match serde_json::to_string(&request) {
+                        Ok(text) => Inbound::Request(text),
+                        Err(error) => Inbound::Refused(error.to_string()),
+                    },
+                    None => Inbound::Closed,
+                },
+                _ = self.ticks.tick() => self.story.countdown(),
+                () = tokio::time::sleep_until(self.until) => {
+                    self.ended.get_or_insert_with(|| Err(format!(
+                        "no recovery within {GIVE_UP_AFTER:?}; run with NIGHTCROW_LOG=debug to see why"
+                    )));
+                    return Inbound::Closed;
                 }
-                None => return Err("the hub ended before the recovery".to_owned()),
-            },
-            _ = ticks.tick() => story.countdown(),
-            () = tokio::time::sleep_until(give_up) => {
-                return Err(format!("no recovery within {GIVE_UP_AFTER:?}; run with NIGHTCROW_LOG=debug to see why"));
             }
         }
+    }
+}
+
+/// The TUI's next request; pending forever for the transcript, which has no TUI.
+async fn next_request(tui: &mut Option<TuiLink>) -> Option<ClientRequest> {
+    match tui {
+        Some((_, requests)) => requests.recv().await,
+        None => std::future::pending().await,
     }
 }
 
