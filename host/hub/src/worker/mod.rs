@@ -281,18 +281,23 @@ impl Worker {
 
     /// Opens the startup commands that have no pane yet (a restored one counts).
     fn open_startup_panes(&mut self) {
-        let missing: Vec<StartupCommand> = self
-            .config
-            .startup_commands
-            .iter()
-            .filter(|startup| !self.slots.has_pane_for(startup))
-            .cloned()
-            .collect();
-        for startup in missing {
+        for startup in self.startup_commands_without(Slots::has_pane_for) {
             if let Err(error) = self.open_startup_pane(startup.clone()) {
                 tracing::warn!(command = %startup.command, %error, "startup pane not opened");
             }
         }
+    }
+
+    /// The config's startup commands for which `has` finds no pane.
+    fn startup_commands_without(
+        &self,
+        has: fn(&Slots, &StartupCommand) -> bool,
+    ) -> Vec<StartupCommand> {
+        let commands = self.config.startup_commands.iter();
+        commands
+            .filter(|startup| !has(&self.slots, startup))
+            .cloned()
+            .collect()
     }
 
     /// Opens a startup command's pane; the plugin it names owns it at once if it runs.

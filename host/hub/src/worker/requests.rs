@@ -6,8 +6,7 @@
 use nightcrow_client_protocol::ClientRequest;
 use nightcrow_pane::PaneSize;
 
-use super::{Worker, pane_size};
-use crate::config::StartupCommand;
+use super::{Slots, Worker, pane_size};
 use crate::handle::{Client, HubError, HubHandle, HubStatus, RequestOutcome};
 
 impl Worker {
@@ -76,15 +75,8 @@ impl Worker {
                 Ok(RequestOutcome::Done)
             }
             ClientRequest::Start => {
-                let missing: Vec<StartupCommand> = self
-                    .config
-                    .startup_commands
-                    .iter()
-                    .filter(|startup| !self.slots.has_live_pane_for(startup))
-                    .cloned()
-                    .collect();
                 let mut opened = Vec::new();
-                for startup in missing {
+                for startup in self.startup_commands_without(Slots::has_live_pane_for) {
                     opened.push(self.open_startup_pane(startup)?);
                 }
                 Ok(RequestOutcome::Opened(opened))
