@@ -135,7 +135,7 @@ fn cited_function(span: &str) -> Option<&str> {
 #[test]
 fn cited_functions_are_recognised() {
     assert_eq!(cited_function("Guard::judge"), Some("judge"));
-    assert_eq!(cited_function("PaneSize::of_terminal"), Some("of_terminal"));
+    assert_eq!(cited_function("PaneArea::of_terminal"), Some("of_terminal"));
     assert_eq!(cited_function("encode_event(…)"), Some("encode_event"));
     assert_eq!(
         cited_function("output_frame(pane, &bytes)"),

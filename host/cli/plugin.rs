@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use nightcrow_config::{Config, PluginCommand, Runtime};
+use nightcrow_config::{Config, PluginCommand};
 use nightcrow_daemon::{Home, registry};
 use nightcrow_plugin_host::{
     ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
@@ -254,7 +254,7 @@ async fn check(file: &str, config: Option<&Config>, home: &Home) -> Result<(), S
             "disabled"
         };
         outln!("[[plugin]] {:?} ({state}) would grant:", plugin.name);
-        if plugin.runtime == Runtime::Native {
+        if plugin.runtime == RuntimeKind::Native {
             outln!("  everything: runtime = \"native\" runs it unsandboxed, as you");
             continue;
         }

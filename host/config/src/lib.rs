@@ -23,10 +23,10 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue, Deserializer};
 
-pub use nightcrow_guard::{GuardLimits, Sandbox};
+pub use nightcrow_guard::{GuardLimits, RuntimeKind, Sandbox, StartupCommand};
 pub use resolve::{
     Config, LeaderKey, MAX_NOTIFY_HOOKS, MAX_PLUGINS, NOTIFY_EVENTS, NotifyHook, PluginCommand,
-    PluginConfig, Runtime, ShellConfig, StartupCommand, TuiConfig, TuiNotify, WebConfig,
+    PluginConfig, ShellConfig, TuiConfig, TuiNotify, WebConfig,
 };
 
 /// The commented starter file `nightcrow init` writes; it parses to a valid config with the

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nightcrow_guard::{ConnectRule, GuardLimits, Sandbox};
+use nightcrow_guard::{ConnectRule, GuardLimits, RuntimeKind, Sandbox, StartupCommand};
 use toml::Spanned;
 
 use crate::raw::{RawConfig, RawNotify, RawPlugin, RawSandbox, RawWeb};
@@ -396,14 +396,6 @@ impl fmt::Display for LeaderKey {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartupCommand {
-    pub name: Option<String>,
-    pub command: String,
-    /// Always the name of a declared plugin.
-    pub plugin: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginConfig {
     pub name: String,
     pub command: PluginCommand,
@@ -411,7 +403,7 @@ pub struct PluginConfig {
     pub enabled: bool,
     pub watch_on_signal: bool,
     pub allowed_resume_flags: Vec<String>,
-    pub runtime: Runtime,
+    pub runtime: RuntimeKind,
     /// `[plugin.env]` with `~/` expanded, sorted by key.
     pub env: Vec<(String, String)>,
     /// `[plugin.sandbox]`, the value the plugin runtime applies as it is.
@@ -426,12 +418,6 @@ pub enum PluginCommand {
     Path(PathBuf),
     /// A bare name: a plugin installed under `~/.nightcrow/plugins/`.
     Installed(String),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Runtime {
-    Wasm,
-    Native,
 }
 
 type Problems = Vec<(Range<usize>, String)>;
@@ -529,7 +515,7 @@ fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Op
         .as_ref()
         .map(|r| (r.get_ref().as_str(), r.span()))
     {
-        None | Some(("wasm", _)) => Runtime::Wasm,
+        None | Some(("wasm", _)) => RuntimeKind::Wasm,
         Some(("native", span)) => {
             if matches!(command, PluginCommand::Builtin(_)) {
                 problems.push((span.clone(), "builtin plugins run only as wasm".to_owned()));
@@ -546,7 +532,7 @@ fn resolve_plugin(plugin: RawPlugin, home: &Path, problems: &mut Problems) -> Op
                     "[plugin.sandbox] does not apply to a native plugin, which runs unsandboxed: remove it, or run the plugin as wasm to have it enforced".to_owned(),
                 ));
             }
-            Runtime::Native
+            RuntimeKind::Native
         }
         Some((other, span)) => {
             problems.push((

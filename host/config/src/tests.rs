@@ -51,7 +51,7 @@ fn the_documented_plugin_block_parses_and_resolves() {
         plugin.command,
         PluginCommand::Builtin("nightcrow-recovery".into())
     );
-    assert_eq!(plugin.runtime, Runtime::Wasm);
+    assert_eq!(plugin.runtime, RuntimeKind::Wasm);
     assert!(!plugin.enabled && !plugin.watch_on_signal);
     assert_eq!(plugin.allowed_resume_flags, ["resume", "--session"]);
     assert_eq!(
@@ -229,10 +229,13 @@ fn plugin_commands_are_builtins_paths_or_installed_names() {
         [
             (
                 &PluginCommand::Path("/home/a/p/a.wasm".into()),
-                Runtime::Wasm
+                RuntimeKind::Wasm
             ),
-            (&PluginCommand::Installed("adapter".into()), Runtime::Wasm),
-            (&PluginCommand::Path("/opt/c".into()), Runtime::Native),
+            (
+                &PluginCommand::Installed("adapter".into()),
+                RuntimeKind::Wasm
+            ),
+            (&PluginCommand::Path("/opt/c".into()), RuntimeKind::Native),
         ]
     );
     check_errors(

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use nightcrow_config::{Config, PluginCommand, PluginConfig, Runtime};
-use nightcrow_hub::{HubConfig, HubPlugin, StartupCommand};
+use nightcrow_config::{Config, PluginCommand, PluginConfig};
+use nightcrow_hub::{HubConfig, HubPlugin};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{PluginRuntime, PluginSource, PluginSpec, RuntimeKind};
 
@@ -31,15 +31,7 @@ pub fn hub_config(
     let mut hub = HubConfig::new(repo_root.to_owned(), runtime_dir.clone());
     hub.shell = shell(config);
     hub.guard_limits = config.guard;
-    hub.startup_commands = config
-        .startup_commands
-        .iter()
-        .map(|startup| StartupCommand {
-            name: startup.name.clone(),
-            command: startup.command.clone(),
-            plugin: startup.plugin.clone(),
-        })
-        .collect();
+    hub.startup_commands.clone_from(&config.startup_commands);
     let mut unusable = Vec::new();
     for plugin in &config.plugins {
         match hub_plugin(plugin, home, &runtime_dir) {
@@ -107,10 +99,7 @@ fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<
             .load(name)
             .map_err(|error| error.to_string())?,
     };
-    let runtime = match plugin.runtime {
-        Runtime::Wasm => RuntimeKind::Wasm,
-        Runtime::Native => RuntimeKind::Native,
-    };
+    let runtime = plugin.runtime;
     if runtime == RuntimeKind::Native {
         match source {
             PluginSource::Builtin { .. } => {

@@ -74,6 +74,7 @@ mod connect;
 mod facts;
 mod guard;
 mod limits;
+mod plugin_setup;
 mod refused;
 mod relaunch;
 mod sandbox;
@@ -90,6 +91,7 @@ pub use connect::{ConnectRule, ConnectRuleError};
 pub use facts::{PaneFacts, PaneId, PaneOwner, PaneState, PluginPolicy};
 pub use guard::{Guard, IDLE_THRESHOLD, Verdict};
 pub use limits::{GuardLimits, InvalidLimits, MAX_LIMIT_PER_WINDOW};
+pub use plugin_setup::{RuntimeKind, StartupCommand};
 pub use refused::{BudgetKind, Refused, Severity};
 pub use relaunch::{
     MAX_RESUME_ARG_BYTES, MAX_RESUME_ARGS, RelaunchLine, RelaunchLineError, ResumeArgsError,

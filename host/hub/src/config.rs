@@ -4,24 +4,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use nightcrow_guard::StartupCommand;
 use nightcrow_guard::{GuardLimits, PluginPolicy};
 use nightcrow_pane::{PaneSize, Shell};
 use nightcrow_plugin_host::{PluginSource, PluginSpec, RestartPolicy};
 
 /// How long an exited, owned, relaunchable pane is held for a relaunch (SPEC §6.2).
 pub const PENDING_RELAUNCH_TTL: Duration = Duration::from_secs(9 * 24 * 60 * 60);
-
-/// One `[[startup_command]]`: a pane the hub opens when it starts (and on `start`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartupCommand {
-    /// The pane's title.
-    pub name: Option<String>,
-    /// Run through the shell as one argv item; also the original launch command every
-    /// relaunch line is composed from.
-    pub command: String,
-    /// The plugin this pane is opted into (SPEC §6.5: only startup commands opt panes in).
-    pub plugin: Option<String>,
-}
 
 /// One `[[plugin]]`: how to start it, what the guard lets it do, and whether it may run.
 #[derive(Debug, Clone)]

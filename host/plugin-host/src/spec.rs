@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use nightcrow_guard::{ConnectRule, Sandbox};
+pub use nightcrow_guard::{ConnectRule, RuntimeKind, Sandbox};
 
 /// Everything needed to start one plugin instance. Built by the hub from a `[[plugin]]`
 /// table (paths already absolute, `~` already expanded).
@@ -25,15 +25,6 @@ pub struct PluginSpec {
     pub runtime_dir: PathBuf,
     /// Capabilities and limits; applies to wasm plugins only (native plugins are trusted).
     pub sandbox: Sandbox,
-}
-
-/// The two runtimes behind one contract (SPEC §4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RuntimeKind {
-    /// A WASI p2 command component (or a wasip1 core module) run by wasmtime in the daemon.
-    Wasm,
-    /// A child process with piped stdio: trusted code, no sandbox.
-    Native,
 }
 
 /// Where a plugin's code comes from.

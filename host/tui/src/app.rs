@@ -41,16 +41,16 @@ const NOTICE_FOR: Duration = Duration::from_secs(6);
 
 /// Rows and columns of the pane area: the terminal less the tab row and the notice row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PaneSize {
+pub struct PaneArea {
     pub rows: u16,
     pub cols: u16,
 }
 
-impl PaneSize {
+impl PaneArea {
     /// The pane area of a terminal of this size; never under 2×2 (an emulator needs at
     /// least two columns for a wide character).
-    pub fn of_terminal(rows: u16, cols: u16) -> PaneSize {
-        PaneSize {
+    pub fn of_terminal(rows: u16, cols: u16) -> PaneArea {
+        PaneArea {
             rows: rows.saturating_sub(2).max(2),
             cols: cols.max(2),
         }
@@ -89,11 +89,11 @@ pub struct Pane {
     /// Attention raised while the pane was not in view.
     pub unread: bool,
     /// The size this client last asked the hub for (the hub may give another client's).
-    asked: Option<PaneSize>,
+    asked: Option<PaneArea>,
 }
 
 impl Pane {
-    fn new(id: u64, title: Option<String>, size: PaneSize) -> Pane {
+    fn new(id: u64, title: Option<String>, size: PaneArea) -> Pane {
         let (rows, cols) = size.nonzero();
         Pane {
             id,
@@ -194,7 +194,7 @@ impl Pane {
         self.parse(usize::MAX);
     }
 
-    fn resize(&mut self, size: PaneSize) {
+    fn resize(&mut self, size: PaneArea) {
         // Output sent for the old size is parsed at the old size.
         self.parse_all();
         let (rows, cols) = size.nonzero();
@@ -300,7 +300,7 @@ pub struct App {
     pub active: usize,
     /// The pane area of this terminal: a pane shown alone gets this size, and so does a
     /// pane out of view.
-    pub size: PaneSize,
+    pub size: PaneArea,
     pub layout: Layout,
     pub mode: Mode,
     pub leader: LeaderKey,
@@ -335,7 +335,7 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(leader: LeaderKey, size: PaneSize, first_pane: FirstPane) -> App {
+    pub fn new(leader: LeaderKey, size: PaneArea, first_pane: FirstPane) -> App {
         App {
             panes: Vec::new(),
             active: 0,
@@ -509,7 +509,7 @@ impl App {
                 }
                 // Built at the pane's size so its scrollback replays as it was drawn,
                 // then brought to this terminal's size.
-                let created = Pane::new(pane, title, PaneSize { rows, cols });
+                let created = Pane::new(pane, title, PaneArea { rows, cols });
                 // A relaunch takes the old pane's place, so its tab number stays.
                 let index = match replaces.and_then(|old| self.index_of(old)) {
                     Some(index) => {
@@ -549,7 +549,7 @@ impl App {
             }
             HubMessage::Resized { pane, rows, cols } => {
                 if let Some(index) = self.index_of(pane) {
-                    self.panes[index].resize(PaneSize { rows, cols });
+                    self.panes[index].resize(PaneArea { rows, cols });
                 }
             }
             HubMessage::Exited { pane, code, held } => {
@@ -723,7 +723,7 @@ impl App {
     }
 
     /// The terminal changed size: every pane follows (the hub resizes their PTYs).
-    pub fn resize(&mut self, size: PaneSize) -> Vec<ClientRequest> {
+    pub fn resize(&mut self, size: PaneArea) -> Vec<ClientRequest> {
         if size == self.size {
             return Vec::new();
         }
@@ -757,7 +757,7 @@ impl App {
     /// Each pane is sized to its cell in the split or grid, even while another is zoomed (a
     /// zoom in and out should not make every program redraw twice); the zoomed pane and the
     /// panes out of view to the whole pane area.
-    fn fit(&mut self, wanted: impl Fn(&Pane, PaneSize) -> bool) -> Vec<ClientRequest> {
+    fn fit(&mut self, wanted: impl Fn(&Pane, PaneArea) -> bool) -> Vec<ClientRequest> {
         let laid_out = self.laid_out();
         let zoomed = self.layout.zoomed.then_some(self.active);
         let full = self.size;
@@ -767,7 +767,7 @@ impl App {
             .filter(|(_, pane)| pane.alive)
             .filter_map(|(index, pane)| {
                 let cell = laid_out.cell_of(index).filter(|_| zoomed != Some(index));
-                let size = cell.map_or(full, |cell| PaneSize {
+                let size = cell.map_or(full, |cell| PaneArea {
                     rows: cell.screen.height,
                     cols: cell.screen.width,
                 });

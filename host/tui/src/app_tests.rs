@@ -2,7 +2,7 @@
 
 use super::*;
 
-const SIZE: PaneSize = PaneSize { rows: 10, cols: 40 };
+const SIZE: PaneArea = PaneArea { rows: 10, cols: 40 };
 
 fn app() -> App {
     App::new(LeaderKey::default(), SIZE, FirstPane::Existing)
@@ -147,7 +147,7 @@ fn a_pane_at_another_size_is_brought_to_ours_after_its_replay() {
     assert_eq!(screen.size().1.get(), 40);
     assert!(screen.contents().starts_with("replayed at 80 columns"));
     assert_eq!(
-        app.resize(PaneSize { rows: 5, cols: 20 }),
+        app.resize(PaneArea { rows: 5, cols: 20 }),
         [ClientRequest::Resize {
             pane: 4,
             rows: 5,
@@ -155,7 +155,7 @@ fn a_pane_at_another_size_is_brought_to_ours_after_its_replay() {
         }]
     );
     assert_eq!(
-        app.resize(PaneSize { rows: 5, cols: 20 }),
+        app.resize(PaneArea { rows: 5, cols: 20 }),
         [],
         "no change, no request"
     );

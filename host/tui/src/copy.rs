@@ -60,7 +60,7 @@ enum Towards {
 }
 
 /// What a key in copy mode comes to.
-enum Outcome {
+enum AfterKey {
     Stay,
     Leave,
     Copy(String),
@@ -210,7 +210,7 @@ impl CopyMode {
         screen: &mut vt100::Screen,
         view: &mut usize,
         page: usize,
-    ) -> Outcome {
+    ) -> AfterKey {
         self.message = None;
         if let Some(typed) = &mut self.typed {
             match key {
@@ -235,7 +235,7 @@ impl CopyMode {
                 Key::Byte(byte) if byte >= b' ' => typed.push(byte),
                 _ => {}
             }
-            return Outcome::Stay;
+            return AfterKey::Stay;
         }
         let (rows, cols) = size(screen);
         let last_col = cols - 1;
@@ -287,10 +287,10 @@ impl CopyMode {
                 }
             }
             Key::Byte(b'y' | b'\r') => match self.selection() {
-                Some((start, end)) => return Outcome::Copy(selected_text(screen, start, end)),
+                Some((start, end)) => return AfterKey::Copy(selected_text(screen, start, end)),
                 None => self.message = Some("nothing selected: v starts a selection".to_owned()),
             },
-            Key::Byte(b'q') | Key::Escape => return Outcome::Leave,
+            Key::Byte(b'q') | Key::Escape => return AfterKey::Leave,
             _ => {}
         }
         if cursor != moved {
@@ -300,7 +300,7 @@ impl CopyMode {
             };
             scroll_to(self.cursor.line, rows, view, false);
         }
-        Outcome::Stay
+        AfterKey::Stay
     }
 
     /// The search just typed: the nearest match above the cursor, else the nearest below it.
@@ -542,9 +542,9 @@ impl App {
         screen.set_scrollback(view);
         self.mode = Mode::Scrollback(screen.scrollback());
         let copied = match outcome {
-            Outcome::Stay => return,
-            Outcome::Leave => None,
-            Outcome::Copy(text) => Some(text),
+            AfterKey::Stay => return,
+            AfterKey::Leave => None,
+            AfterKey::Copy(text) => Some(text),
         };
         let active = self.active;
         self.select(active);

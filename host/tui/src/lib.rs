@@ -32,7 +32,7 @@ use nightcrow_client_protocol::{ClientRequest, Frame};
 use nightcrow_config::{LeaderKey, TuiNotify};
 use tokio::sync::mpsc;
 
-pub use app::{App, Mode, Outcome, PaneSize};
+pub use app::{App, Mode, Outcome, PaneArea};
 pub use input::key_table;
 
 /// Most redraws a second.
@@ -94,7 +94,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     let (rows, cols) = screen.size()?;
     let mut app = App::new(
         options.leader,
-        PaneSize::of_terminal(rows, cols),
+        PaneArea::of_terminal(rows, cols),
         options.first_pane,
     );
     app.role = options.role;
@@ -145,7 +145,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
                 }
                 terminal::Input::Resized => {
                     let (rows, cols) = screen.size()?;
-                    send(app.resize(PaneSize::of_terminal(rows, cols)));
+                    send(app.resize(PaneArea::of_terminal(rows, cols)));
                 }
                 terminal::Input::Stop => break Outcome::Signalled,
             },

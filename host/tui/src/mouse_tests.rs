@@ -5,10 +5,10 @@ use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage};
 use nightcrow_config::LeaderKey;
 
 use crate::FirstPane;
-use crate::app::{App, Mode, PaneSize};
+use crate::app::{App, Mode, PaneArea};
 use crate::draw::InputModes;
 
-const SIZE: PaneSize = PaneSize { rows: 10, cols: 40 };
+const SIZE: PaneArea = PaneArea { rows: 10, cols: 40 };
 
 fn app() -> App {
     App::new(LeaderKey::default(), SIZE, FirstPane::Existing)
