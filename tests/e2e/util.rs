@@ -1,45 +1,19 @@
 //! Harness for tests that run real plugins on the real runtime.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use nightcrow_plugin_host::{
-    Plugin, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
+    Plugin, PluginRuntime, PluginSource, PluginSpec, RuntimeKind, Sandbox,
 };
 use nightcrow_protocol::{Command, Event, Token};
 use nightcrow_test_plugin_artifacts::Guest;
-use tokio::sync::watch;
+pub use nightcrow_test_support::{logged, logs_dump, within};
 
-/// How long any one awaited step may take before the test fails. Generous: CI shares two
-/// cores between several builds. A step normally takes milliseconds.
-pub const STEP: Duration = Duration::from_secs(20);
-
-/// Awaits `future`, failing the test with `what` if it takes longer than [`STEP`].
-#[track_caller]
-pub fn within<F: Future>(what: &str, future: F) -> impl Future<Output = F::Output> {
-    let caller = std::panic::Location::caller();
-    let what = what.to_owned();
-    async move {
-        match tokio::time::timeout(STEP, future).await {
-            Ok(output) => output,
-            Err(_) => panic!("{caller}: timed out waiting for {what}\n{}", logs_dump()),
-        }
-    }
-}
-
-/// The runtime shared by every test: one engine, one epoch ticker, one compilation cache.
+/// This binary's plugin runtime, its compilation cache under the test target folder.
 pub fn runtime() -> &'static PluginRuntime {
-    static RUNTIME: LazyLock<PluginRuntime> = LazyLock::new(|| {
-        install_log_capture();
-        let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-wasmtime-cache");
-        PluginRuntime::new(RuntimeConfig {
-            cache_dir: Some(cache_dir),
-        })
-        .expect("runtime starts")
-    });
-    &RUNTIME
+    let cache_dir = || PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-wasmtime-cache");
+    nightcrow_test_support::runtime(cache_dir)
 }
 
 /// The `nightcrow` binary with `home` as its `NIGHTCROW_HOME`, no `NIGHTCROW_LOG`, and one
@@ -136,7 +110,7 @@ pub fn pane_opened(n: u8, generation: u32) -> Event {
     }
 }
 
-/// The next command, under [`STEP`]; fails if the plugin's stdout ends first.
+/// The next command, within a step ([`nightcrow_test_support::STEP`]); fails if the plugin's stdout ends first.
 pub async fn next_command(plugin: &mut Plugin) -> Command {
     let name = plugin.name().to_owned();
     within(&format!("a command from {name}"), plugin.recv())
@@ -238,123 +212,4 @@ async fn compile_every_guest() {
             .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
         }
     }
-}
-
-/// One event the host logged: its level, the `plugin` field (if any) and the rest rendered
-/// as text (message first, then the other fields as `name=value`).
-#[derive(Debug, Clone)]
-pub struct LogLine {
-    pub level: tracing::Level,
-    pub plugin: Option<String>,
-    pub text: String,
-}
-
-struct Capture {
-    lines: Mutex<Vec<LogLine>>,
-    count: watch::Sender<usize>,
-}
-
-static CAPTURE: LazyLock<Arc<Capture>> = LazyLock::new(|| {
-    Arc::new(Capture {
-        lines: Mutex::new(Vec::new()),
-        count: watch::Sender::new(0),
-    })
-});
-
-struct CaptureLayer;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CaptureLayer {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        #[derive(Default)]
-        struct Fields {
-            plugin: Option<String>,
-            message: String,
-            rest: String,
-        }
-        impl tracing::field::Visit for Fields {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                match field.name() {
-                    "message" => self.message = format!("{value:?}"),
-                    "plugin" => self.plugin = Some(format!("{value:?}")),
-                    name => self.rest += &format!(" {name}={value:?}"),
-                }
-            }
-        }
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let line = LogLine {
-            level: *event.metadata().level(),
-            plugin: fields.plugin,
-            text: fields.message + &fields.rest,
-        };
-        CAPTURE.lines.lock().expect("capture lock").push(line);
-        CAPTURE.count.send_modify(|count| *count += 1);
-    }
-}
-
-fn install_log_capture() {
-    use tracing_subscriber::Layer;
-    use tracing_subscriber::layer::SubscriberExt;
-    // wasmtime-wasi traces every host call and logs every guest write (with its bytes) at
-    // DEBUG; capturing those would make a flooding guest flood the capture too. The daemon
-    // filters them the same way.
-    let subscriber = tracing_subscriber::registry().with(
-        CaptureLayer.with_filter(
-            tracing_subscriber::filter::Targets::new()
-                .with_default(tracing::Level::INFO)
-                .with_target("nightcrow", tracing::Level::TRACE),
-        ),
-    );
-    tracing::subscriber::set_global_default(subscriber).expect("one subscriber per test binary");
-}
-
-/// Everything logged so far about plugin `name`.
-pub fn logs_of(name: &str) -> Vec<LogLine> {
-    CAPTURE
-        .lines
-        .lock()
-        .expect("capture lock")
-        .iter()
-        .filter(|line| line.plugin.as_deref() == Some(name))
-        .cloned()
-        .collect()
-}
-
-/// Waits until the host has logged, about plugin `name`, a line containing every needle.
-pub async fn logged(name: &str, needles: &[&str]) -> LogLine {
-    let mut count = CAPTURE.count.subscribe();
-    let find = || {
-        logs_of(name)
-            .into_iter()
-            .find(|line| needles.iter().all(|needle| line.text.contains(needle)))
-    };
-    within(
-        &format!("a log about {name} containing {needles:?}"),
-        async {
-            loop {
-                if let Some(line) = find() {
-                    return line;
-                }
-                count
-                    .changed()
-                    .await
-                    .expect("the capture lives as long as the process");
-            }
-        },
-    )
-    .await
-}
-
-fn logs_dump() -> String {
-    let lines = CAPTURE.lines.lock().expect("capture lock");
-    let mut dump = String::from("host log:\n");
-    for line in lines.iter() {
-        dump += &format!(
-            "  {} [{}] {}\n",
-            line.level,
-            line.plugin.as_deref().unwrap_or("-"),
-            line.text
-        );
-    }
-    dump
 }

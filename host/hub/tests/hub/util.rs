@@ -1,8 +1,6 @@
 //! Harness: a hub in a temp repository with short timers, an attached client, captured logs.
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use nightcrow_client_protocol::{Frame, HubMessage};
@@ -10,51 +8,19 @@ use nightcrow_guard::PaneId;
 use nightcrow_hub::{Client, Hub, HubConfig, HubHandle, HubPlugin, StartupCommand};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{
-    PluginRuntime, PluginSource, PluginSpec, RestartPolicy, RuntimeConfig, RuntimeKind, Sandbox,
+    PluginRuntime, PluginSource, PluginSpec, RestartPolicy, RuntimeKind, Sandbox,
 };
 use nightcrow_protocol::{Event, Token, decode_event};
 use nightcrow_test_plugin_artifacts::Guest;
-use tokio::sync::watch;
+pub use nightcrow_test_support::{logged, logs_of, wait_logs, within, within_longer};
 
-/// How long one awaited step may take before the test fails: a hang detector only.
-pub const STEP: Duration = Duration::from_secs(30);
 /// The hub's idle threshold in tests (the spec's 10 s would make every test slow).
 pub const IDLE: Duration = Duration::from_millis(200);
 
-#[track_caller]
-pub fn within<F: Future>(what: &str, future: F) -> impl Future<Output = F::Output> {
-    within_longer(Duration::ZERO, what, future)
-}
-
-/// [`within`] for a step that takes `expected` by design (a client paced on purpose): the
-/// hang detector starts counting after it.
-#[track_caller]
-pub fn within_longer<F: Future>(
-    expected: Duration,
-    what: &str,
-    future: F,
-) -> impl Future<Output = F::Output> {
-    let caller = std::panic::Location::caller();
-    let what = what.to_owned();
-    async move {
-        match tokio::time::timeout(expected + STEP, future).await {
-            Ok(output) => output,
-            Err(_) => panic!("{caller}: timed out waiting for {what}\n{}", logs_dump()),
-        }
-    }
-}
-
-/// One runtime (engine, epoch ticker, compilation cache) for every test of this binary.
+/// This binary's plugin runtime, its compilation cache under the test target folder.
 pub fn runtime() -> PluginRuntime {
-    static RUNTIME: LazyLock<PluginRuntime> = LazyLock::new(|| {
-        install_log_capture();
-        let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hub-wasmtime-cache");
-        PluginRuntime::new(RuntimeConfig {
-            cache_dir: Some(cache_dir),
-        })
-        .expect("runtime starts")
-    });
-    RUNTIME.clone()
+    let cache_dir = || PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hub-wasmtime-cache");
+    nightcrow_test_support::runtime(cache_dir).clone()
 }
 
 /// A plugin from a test guest, enabled, with no grants.
@@ -277,123 +243,6 @@ impl Watcher {
     }
 }
 
-/// One event the host logged.
-#[derive(Debug, Clone)]
-pub struct LogLine {
-    pub level: tracing::Level,
-    pub plugin: Option<String>,
-    /// The message and the other fields as `name=value`.
-    pub text: String,
-    /// The `text` field of a plugin's `log` command, verbatim.
-    pub plugin_text: Option<String>,
-}
-
-struct Capture {
-    lines: Mutex<Vec<LogLine>>,
-    count: watch::Sender<usize>,
-}
-
-static CAPTURE: LazyLock<Capture> = LazyLock::new(|| Capture {
-    lines: Mutex::new(Vec::new()),
-    count: watch::Sender::new(0),
-});
-
-struct CaptureLayer;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CaptureLayer {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        #[derive(Default)]
-        struct Fields {
-            plugin: Option<String>,
-            message: String,
-            rest: String,
-            text: Option<String>,
-        }
-        impl tracing::field::Visit for Fields {
-            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-                match field.name() {
-                    "plugin" => self.plugin = Some(value.to_owned()),
-                    "text" => self.text = Some(value.to_owned()),
-                    _ => self.record_debug(field, &value),
-                }
-            }
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                match field.name() {
-                    "message" => self.message = format!("{value:?}"),
-                    "plugin" => self.plugin = Some(format!("{value:?}")),
-                    name => self.rest += &format!(" {name}={value:?}"),
-                }
-            }
-        }
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let line = LogLine {
-            level: *event.metadata().level(),
-            plugin: fields.plugin,
-            text: fields.message + &fields.rest,
-            plugin_text: fields.text,
-        };
-        CAPTURE.lines.lock().expect("capture lock").push(line);
-        CAPTURE.count.send_modify(|count| *count += 1);
-    }
-}
-
-fn install_log_capture() {
-    use tracing_subscriber::Layer;
-    use tracing_subscriber::layer::SubscriberExt;
-    let subscriber = tracing_subscriber::registry().with(
-        CaptureLayer.with_filter(
-            tracing_subscriber::filter::Targets::new()
-                .with_default(tracing::Level::INFO)
-                .with_target("nightcrow", tracing::Level::TRACE),
-        ),
-    );
-    tracing::subscriber::set_global_default(subscriber).expect("one subscriber per test binary");
-}
-
-pub fn logs_of(plugin: &str) -> Vec<LogLine> {
-    CAPTURE
-        .lines
-        .lock()
-        .expect("capture lock")
-        .iter()
-        .filter(|line| line.plugin.as_deref() == Some(plugin))
-        .cloned()
-        .collect()
-}
-
-/// Waits until the host has logged, about `plugin`, a line containing every needle (in its
-/// fields or in the plugin's own log text).
-pub async fn logged(plugin: &str, needles: &[&str]) -> LogLine {
-    wait_logs(
-        &format!("a log about {plugin} containing {needles:?}"),
-        || {
-            logs_of(plugin).into_iter().find(|line| {
-                let haystack = format!(
-                    "{} {}",
-                    line.text,
-                    line.plugin_text.as_deref().unwrap_or("")
-                );
-                needles.iter().all(|needle| haystack.contains(needle))
-            })
-        },
-    )
-    .await
-}
-
-async fn wait_logs<T>(what: &str, mut find: impl FnMut() -> Option<T>) -> T {
-    let mut count = CAPTURE.count.subscribe();
-    within(what, async {
-        loop {
-            if let Some(found) = find() {
-                return found;
-            }
-            count.changed().await.expect("the capture lives on");
-        }
-    })
-    .await
-}
-
 /// Every event the scripted plugin `plugin` has reported receiving, in order.
 pub fn events_of(plugin: &str) -> Vec<Event> {
     logs_of(plugin)
@@ -439,18 +288,4 @@ pub async fn opened_token(plugin: &str, title: &str) -> (Token, u32) {
         _ => None,
     })
     .await
-}
-
-fn logs_dump() -> String {
-    let lines = CAPTURE.lines.lock().expect("capture lock");
-    let mut dump = String::from("host log:\n");
-    for line in lines.iter() {
-        dump += &format!(
-            "  {} [{}] {}\n",
-            line.level,
-            line.plugin.as_deref().unwrap_or("-"),
-            line.text
-        );
-    }
-    dump
 }
