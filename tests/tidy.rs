@@ -201,24 +201,55 @@ fn dependencies_are_read_from_the_manifest() {
     );
 }
 
-/// The terminal client speaks the client protocol crate and builds none of the server: not
-/// the hub, the daemon, the plugin runtime (wasmtime) or the panes.
+/// The crates that make the server: a client builds none of them.
+const SERVER_CRATES: [&str; 5] = [
+    "nightcrow-hub",
+    "nightcrow-daemon",
+    "nightcrow-plugin-host",
+    "nightcrow-pane",
+    "nightcrow-web",
+];
+
+/// The terminal client and the client crate speak the client protocol crate and build none
+/// of the server: not the hub, the daemon, the plugin runtime (wasmtime) or the panes.
 #[test]
-fn the_terminal_client_depends_on_the_protocol_not_the_server() {
-    let server = [
-        "nightcrow-hub",
-        "nightcrow-daemon",
-        "nightcrow-plugin-host",
-        "nightcrow-pane",
-        "nightcrow-web",
-    ];
-    let tui = dependencies("host/tui/Cargo.toml");
-    let offenders: Vec<_> = tui
-        .iter()
-        .filter(|name| server.contains(&name.as_str()))
-        .collect();
-    assert!(offenders.is_empty(), "host/tui depends on {offenders:?}");
-    assert!(tui.contains(&"nightcrow-client-protocol".to_owned()));
+fn the_clients_depend_on_the_protocol_not_the_server() {
+    for manifest in ["host/tui/Cargo.toml", "host/client/Cargo.toml"] {
+        let client = dependencies(manifest);
+        let offenders: Vec<_> = client
+            .iter()
+            .filter(|name| SERVER_CRATES.contains(&name.as_str()))
+            .collect();
+        assert!(offenders.is_empty(), "{manifest} depends on {offenders:?}");
+        assert!(client.contains(&"nightcrow-client-protocol".to_owned()));
+    }
+}
+
+/// The benchmarks measure the daemon from outside, as a client does: they start its binary
+/// and talk through the client crate, never through the server's own types.
+#[test]
+fn the_benchmarks_reach_the_daemon_as_a_client() {
+    let benches = root().join("tests/benches");
+    let mut read = 0;
+    for entry in fs::read_dir(&benches).unwrap() {
+        let path = entry.unwrap().path();
+        let source = fs::read_to_string(&path).unwrap();
+        read += 1;
+        for server in [
+            "nightcrow-hub",
+            "nightcrow-daemon",
+            "nightcrow-plugin-host",
+            "nightcrow-pane",
+        ] {
+            let module = format!("{}::", server.replace('-', "_"));
+            assert!(
+                !source.contains(&module),
+                "{} uses {module}",
+                path.display()
+            );
+        }
+    }
+    assert!(read >= 2, "read only {read} files in {}", benches.display());
 }
 
 /// Messages between clients and the daemon are tagged by `type`; every such type lives in

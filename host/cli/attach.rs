@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use nightcrow_client::Connection;
 use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
 use nightcrow_config::TuiConfig;
-use nightcrow_daemon::client::Connection;
 use nightcrow_tui::{Attachment, FirstPane, Options, Outcome, Role};
 
 use crate::daemon::open_repo;

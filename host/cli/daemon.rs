@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nightcrow_client::{ClientError, Connection, Home};
 use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
-use nightcrow_daemon::Home;
-use nightcrow_daemon::client::{ClientError, Connection};
 use nightcrow_daemon::server::{ConfigSource, Daemon};
 use nightcrow_daemon::transport::{Claim, ClaimError};
 use nightcrow_guard::escape_controls;
@@ -99,7 +98,7 @@ pub fn background(settings: &Settings) -> Result<(), Failure> {
     home.ensure_private()?;
     // A second daemon would give up at once: say which one runs instead. One that holds the
     // home without answering is going away (killed, or stopping): start once it has gone.
-    if Claim::is_held(home) {
+    if home.is_held() {
         match running_pid(home) {
             Ok(pid) => return Err(already_running(home, pid)),
             Err(_) if released_within(home, PATIENCE) => {}
@@ -194,7 +193,7 @@ fn running_pid(home: &Home) -> Result<u32, Failure> {
 /// Whether the daemon holding `home` lets go of it within `patience`.
 fn released_within(home: &Home, patience: Duration) -> bool {
     let started = std::time::Instant::now();
-    while Claim::is_held(home) {
+    while home.is_held() {
         if started.elapsed() > patience {
             return false;
         }
@@ -238,7 +237,7 @@ pub fn stop(home: &Home) -> Result<(), Failure> {
 /// the state journal. Says what came back.
 pub fn restart(settings: &Settings) -> Result<(), Failure> {
     let home = &settings.home;
-    if Claim::is_held(home) {
+    if home.is_held() {
         stop(home)?;
     }
     background(settings)?;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use nightcrow_daemon::Home;
+use nightcrow_client::Home;
 use nightcrow_daemon::logfile::{LOG_ROTATE_BYTES, LogFile};
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
@@ -144,8 +144,8 @@ impl From<String> for Failure {
     }
 }
 
-impl From<nightcrow_daemon::client::ClientError> for Failure {
-    fn from(error: nightcrow_daemon::client::ClientError) -> Failure {
+impl From<nightcrow_client::ClientError> for Failure {
+    fn from(error: nightcrow_client::ClientError) -> Failure {
         Failure::Other(error.to_string())
     }
 }
@@ -176,7 +176,7 @@ impl Settings {
     fn resolve(cli: &Cli) -> Result<Settings, Failure> {
         let missing = || "cannot find your home directory; set NIGHTCROW_HOME".to_owned();
         let home = Home::from_env().ok_or_else(missing)?;
-        let user_home = nightcrow_daemon::user_home().ok_or_else(missing)?;
+        let user_home = nightcrow_client::user_home().ok_or_else(missing)?;
         let explicit_config = (cli.config.as_deref())
             .map(|path| std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display())))
             .transpose()?;

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use nightcrow_client::Home;
 use nightcrow_config::{Config, PluginCommand};
-use nightcrow_daemon::{Home, registry};
+use nightcrow_daemon::registry::{self, Registry};
 use nightcrow_plugin_host::{
     ConnectRule, PluginRuntime, PluginSource, PluginSpec, RuntimeConfig, RuntimeKind, Sandbox,
     StartError,
@@ -129,8 +130,7 @@ pub fn run(action: PluginAction, config: Option<&Config>, home: &Home) -> Result
             tokio.block_on(install(home, &file, name.as_deref(), force))
         }
         PluginAction::List => tokio.block_on(list(home)),
-        PluginAction::Remove { name } => home
-            .plugins()
+        PluginAction::Remove { name } => Registry::of(home)
             .remove(&name)
             .map(|file| outln!("removed plugin `{name}` ({})", file.display()))
             .map_err(|e| e.to_string()),
@@ -166,8 +166,7 @@ fn runtime() -> Result<PluginRuntime, String> {
 }
 
 async fn install(home: &Home, file: &Path, name: Option<&str>, force: bool) -> Result<(), String> {
-    let (installed, imports) = home
-        .plugins()
+    let (installed, imports) = Registry::of(home)
         .install(&runtime()?, file, name, force)
         .await
         .map_err(|e| e.to_string())?;
@@ -198,7 +197,7 @@ fn print_abilities(imports: &[String]) {
 }
 
 async fn list(home: &Home) -> Result<(), String> {
-    let registry = home.plugins();
+    let registry = Registry::of(home);
     let installed = registry.list().map_err(|e| e.to_string())?;
     if installed.is_empty() {
         outln!("no plugins installed in {}", registry.dir().display());
@@ -278,8 +277,7 @@ fn names_file(command: &PluginCommand, file: &str, home: &Home) -> bool {
         PluginCommand::Path(path) => same_file(path, Path::new(file)),
         PluginCommand::Installed(name) => {
             file == name
-                || home
-                    .plugins()
+                || Registry::of(home)
                     .resolve(name)
                     .is_ok_and(|path| same_file(&path, Path::new(file)))
         }

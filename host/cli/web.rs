@@ -5,8 +5,8 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 
+use nightcrow_client::Connection;
 use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
-use nightcrow_daemon::client::Connection;
 
 use crate::daemon::{ensure_running, open_repo};
 use crate::{Failure, Settings};

@@ -32,9 +32,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use nightcrow_client::{Connection, Home};
 use nightcrow_client_protocol::{ClientRequest, Frame, HubMessage};
-use nightcrow_daemon::Home;
-use nightcrow_daemon::client::Connection;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 

@@ -11,8 +11,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use nightcrow_client::Connection;
 use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
-use nightcrow_daemon::client::Connection;
 use nightcrow_test_browser::Browser;
 use serde_json::json;
 

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use nightcrow_client::{Connection, Home};
 use nightcrow_client_protocol::daemon::{DaemonAnswer, DaemonRequest};
 use nightcrow_client_protocol::frame::WireFrame;
-use nightcrow_daemon::Home;
-use nightcrow_daemon::client::Connection;
 use nightcrow_test_plugin_artifacts as guests;
 
 use serde_json::{Value, json};

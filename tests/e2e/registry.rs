@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use nightcrow_daemon::{Home, mapping};
+use nightcrow_client::Home;
+use nightcrow_daemon::mapping;
+use nightcrow_daemon::registry::Registry;
 use nightcrow_plugin_host::{ExitCause, Lifecycle, RestartPolicy, Supervised, Supervisor};
 use nightcrow_protocol::{Command, Event};
 use nightcrow_test_plugin_artifacts as guests;
@@ -142,7 +144,7 @@ fn a_file_changed_after_install_is_shown_and_refused() {
         stdout(&listed).contains("CHANGED since install; it will not run"),
         "{listed:?}"
     );
-    let registry = nightcrow_daemon::Home::new(home.path().to_owned()).plugins();
+    let registry = Registry::of(&Home::new(home.path().to_owned()));
     let refused = registry.resolve("echo").unwrap_err().to_string();
     assert!(
         refused.contains("changed since it was installed"),
@@ -194,7 +196,7 @@ async fn next(supervisor: &mut Supervisor) -> Supervised {
 async fn a_restarted_installed_plugin_runs_the_bytes_that_were_checked_not_a_swapped_file() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path().to_owned());
-    home.plugins()
+    Registry::of(&home)
         .install(
             runtime(),
             Path::new(guests::SCRIPTED_WASM),

@@ -7,8 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use nightcrow_daemon::Home;
-use nightcrow_daemon::client::Connection;
+use nightcrow_client::{Connection, Home};
 use serde_json::{Value, json};
 
 use crate::daemon::{TestDaemon, attach, tokio_runtime, until, wait_until};

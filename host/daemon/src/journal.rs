@@ -22,7 +22,7 @@ use nightcrow_protocol::Token;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Home;
+use nightcrow_client::Home;
 
 /// The journal format this nightcrow writes and reads.
 pub const FORMAT: u32 = 1;

@@ -1,18 +1,16 @@
-//! The nightcrow daemon, below the CLI and above the hubs: where its files live ([`Home`]),
-//! the installed-plugin registry ([`registry`]), the config-to-hub mapping ([`mapping`]),
-//! the single-instance endpoint ([`transport`]), the answers it makes from its hubs'
-//! reports ([`message`]; the messages themselves are the client protocol crate's), the
-//! server that owns the hubs
-//! ([`server`]), the state journal a restart takes the hubs back from ([`journal`]) and the
-//! CLI's side of a connection ([`client`]), the `[[notify]]` hooks ([`notify`]); its
-//! file-descriptor budget
-//! ([`fdlimit`]) and its rotating log file ([`logfile`]).
+//! The nightcrow daemon, below the CLI and above the hubs: the installed-plugin registry
+//! ([`registry`]), the config-to-hub mapping ([`mapping`]), the single-instance endpoint
+//! ([`transport`]), the answers it makes from its hubs' reports ([`message`]; the messages
+//! themselves are the client protocol crate's), the server that owns the hubs
+//! ([`server`]), the state journal a restart takes the hubs back from ([`journal`]), the
+//! `[[notify]]` hooks ([`notify`]), its file-descriptor budget ([`fdlimit`]) and its
+//! rotating log file ([`logfile`]). Where its files live (`Home`) and a client's side of a
+//! connection are the client crate's, which clients use without this one.
 //!
 //! It refuses to trust a file it did not install: an installed plugin runs only while its
 //! bytes still hash to what `plugin install` recorded.
 #![forbid(unsafe_code)]
 
-pub mod client;
 pub mod fdlimit;
 pub mod journal;
 pub mod logfile;
@@ -23,57 +21,7 @@ pub mod registry;
 pub mod server;
 pub mod transport;
 
-use std::path::{Path, PathBuf};
-
-/// The daemon's folder (`$NIGHTCROW_HOME`, else `~/.nightcrow`) and the files in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Home {
-    root: PathBuf,
-}
-
-impl Home {
-    pub fn new(root: PathBuf) -> Home {
-        Home { root }
-    }
-
-    /// `$NIGHTCROW_HOME` if set, else `.nightcrow` in the user's home directory.
-    pub fn from_env() -> Option<Home> {
-        if let Some(root) = std::env::var_os("NIGHTCROW_HOME") {
-            return Some(Home::new(PathBuf::from(root)));
-        }
-        Some(Home::new(user_home()?.join(".nightcrow")))
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// Creates the folder (mode 0700) if it is missing, makes one others may read 0700, and
-    /// refuses one this user does not own or that others may write to: the socket, the log
-    /// and the plugins live in it.
-    pub fn ensure_private(&self) -> Result<(), String> {
-        nightcrow_plugin_host::private::ensure_private_dir(&self.root)
-            .map_err(|problem| format!("{}: {problem}", self.root.display()))
-    }
-
-    pub fn config(&self) -> PathBuf {
-        self.root.join("config.toml")
-    }
-
-    pub fn plugins(&self) -> registry::Registry {
-        registry::Registry::new(self.root.join("plugins"))
-    }
-
-    /// The state journal (`journal`): what a restarted daemon takes back.
-    pub fn journal(&self) -> PathBuf {
-        self.root.join("state.json")
-    }
-
-    /// Where `-d` writes the daemon's log.
-    pub fn log(&self) -> PathBuf {
-        self.root.join("daemon.log")
-    }
-}
+use std::path::Path;
 
 /// Refuses a config file another user owns or may write to: it names the plugins the daemon
 /// runs, native ones included. A missing file passes (it is the empty config).
@@ -81,7 +29,7 @@ pub fn check_config_file(path: &Path) -> Result<(), String> {
     if !path.exists() {
         return Ok(());
     }
-    nightcrow_plugin_host::private::check_trusted_file(path)
+    nightcrow_trust::check_trusted_file(path)
         .map_err(|problem| format!("{}: {problem}", path.display()))
 }
 
@@ -96,12 +44,6 @@ pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     Ok(file)
-}
-
-/// The user's home folder (`HOME`, `USERPROFILE` on Windows): where the daemon's folder is by
-/// default, and what `~` in the config means.
-pub fn user_home() -> Option<PathBuf> {
-    std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).map(PathBuf::from)
 }
 
 /// Replaces `path` whole or not at all, readable by this user alone: the bytes go into a new

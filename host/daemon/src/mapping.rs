@@ -10,7 +10,9 @@ use nightcrow_hub::{HubConfig, HubPlugin};
 use nightcrow_pane::Shell;
 use nightcrow_plugin_host::{PluginRuntime, PluginSource, PluginSpec, RuntimeKind};
 
-use crate::Home;
+use nightcrow_client::Home;
+
+use crate::registry::Registry;
 
 /// A `[[plugin]]` the daemon cannot run as configured. The hub still opens its panes; they
 /// run unwatched, and the message says why.
@@ -94,8 +96,7 @@ fn hub_plugin(plugin: &PluginConfig, home: &Home, runtime_dir: &Path) -> Result<
         },
         PluginCommand::Path(path) => PluginSource::Path(path.clone()),
         // The checked bytes themselves, so restarts never read the file again.
-        PluginCommand::Installed(name) => home
-            .plugins()
+        PluginCommand::Installed(name) => Registry::of(home)
             .load(name)
             .map_err(|error| error.to_string())?,
     };

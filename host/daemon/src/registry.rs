@@ -11,6 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use nightcrow_client::Home;
 use nightcrow_plugin_host::{PluginRuntime, PluginSource};
 use sha2::{Digest, Sha256};
 
@@ -79,8 +80,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(dir: PathBuf) -> Registry {
-        Registry { dir }
+    /// The registry in `home`'s plugins folder.
+    pub fn of(home: &Home) -> Registry {
+        Registry {
+            dir: home.plugins(),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -300,11 +304,9 @@ fn hex_sha256(bytes: &[u8]) -> String {
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), RegistryError> {
-    nightcrow_plugin_host::private::ensure_private_dir(dir).map_err(|message| {
-        RegistryError::Untrusted {
-            path: dir.to_owned(),
-            message,
-        }
+    nightcrow_trust::ensure_private_dir(dir).map_err(|message| RegistryError::Untrusted {
+        path: dir.to_owned(),
+        message,
     })
 }
 

@@ -31,13 +31,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, Notify, watch};
 use tokio_util::codec::FramedRead;
 
-use crate::Home;
 use crate::fdlimit::web_connection_cap;
 use crate::journal::Journal;
 use crate::mapping::hub_config;
 use crate::message::{repo_reload, repo_status};
 use crate::notify::Notifier;
 use crate::transport::Claim;
+use nightcrow_client::Home;
 
 /// How long the journal's writer lets changes gather before it writes them: a burst (a
 /// reload, panes opening together) becomes one write.

@@ -1,4 +1,5 @@
-//! Where clients reach the daemon, and the guarantee that only one daemon serves a home.
+//! The daemon's side of where clients reach it (the client's is `nightcrow_client::endpoint`),
+//! and the guarantee that only one daemon serves a home.
 //!
 //! Unix: `daemon.sock` in the home folder (folder mode 0700, socket mode 0600). Windows: a
 //! named pipe whose name is derived from the home folder, so two homes never share one.
@@ -16,7 +17,8 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::Home;
+use nightcrow_client::Home;
+use nightcrow_client::endpoint::socket_path;
 
 /// Why this process cannot become the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +55,7 @@ impl Claim {
     pub fn take(home: &Home) -> Result<Claim, ClaimError> {
         let root = home.root();
         home.ensure_private().map_err(ClaimError::Untrusted)?;
-        let lock_path = root.join("daemon.lock");
+        let lock_path = home.lock();
         let lock = crate::open_private_file(&lock_path).map_err(io_at(&lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -76,16 +78,6 @@ impl Claim {
         })
     }
 
-    /// Whether a daemon holds `home` now (its lock is taken): a daemon that is stopping
-    /// holds it until its panes are ended and its journal is written.
-    pub fn is_held(home: &Home) -> bool {
-        let lock_path = home.root().join("daemon.lock");
-        let Ok(lock) = File::open(&lock_path) else {
-            return false;
-        };
-        matches!(lock.try_lock(), Err(std::fs::TryLockError::WouldBlock))
-    }
-
     pub fn listener(&mut self) -> &mut Listener {
         &mut self.listener
     }
@@ -94,11 +86,10 @@ impl Claim {
 #[cfg(unix)]
 mod endpoint {
     use super::*;
+    use nightcrow_client::endpoint::peer_is_this_user;
     use tokio::net::{UnixListener, UnixStream};
 
     pub type Stream = UnixStream;
-    /// The client end of a connection.
-    pub type ClientStream = UnixStream;
 
     /// The listening socket.
     #[derive(Debug)]
@@ -136,56 +127,20 @@ mod endpoint {
         }
     }
 
-    /// Whether the other end of `stream` runs as this user; if not, says who it is.
-    pub fn peer_is_this_user(stream: &UnixStream) -> Result<(), String> {
-        let credentials = stream
-            .peer_cred()
-            .map_err(|error| format!("its peer's user is unknown: {error}"))?;
-        if nightcrow_plugin_host::private::is_this_user(credentials.uid()) {
-            Ok(())
-        } else {
-            Err(format!(
-                "its peer runs as uid {} (pid {:?}), not as this user",
-                credentials.uid(),
-                credentials.pid()
-            ))
-        }
-    }
-
     impl Drop for Listener {
         fn drop(&mut self) {
             let _ = std::fs::remove_file(&self.path);
         }
-    }
-
-    pub fn socket_path(home: &Home) -> PathBuf {
-        home.root().join("daemon.sock")
-    }
-
-    /// Connects to the daemon of `home`, if that daemon runs as this user.
-    pub async fn connect(home: &Home) -> Result<Stream, ConnectError> {
-        let stream = UnixStream::connect(socket_path(home))
-            .await
-            .map_err(ConnectError::Unreachable)?;
-        peer_is_this_user(&stream).map_err(|why| {
-            ConnectError::Untrusted(format!("{}: {why}", socket_path(home).display()))
-        })?;
-        Ok(stream)
     }
 }
 
 #[cfg(windows)]
 mod endpoint {
     use super::*;
-    use sha2::{Digest, Sha256};
-    use tokio::net::windows::named_pipe::{
-        ClientOptions, NamedPipeClient, NamedPipeServer, ServerOptions,
-    };
+    use tokio::net::windows::named_pipe::{NamedPipeServer, ServerOptions};
 
     /// The server end of a connection.
     pub type Stream = NamedPipeServer;
-    /// The client end of a connection.
-    pub type ClientStream = NamedPipeClient;
 
     /// The pipe name; a new server instance waits for each next client.
     #[derive(Debug)]
@@ -213,29 +168,6 @@ mod endpoint {
             Ok(std::mem::replace(&mut self.next, fresh))
         }
     }
-
-    /// `\\.\pipe\nightcrow-<first 16 hex of sha256(home path)>`.
-    pub fn socket_path(home: &Home) -> PathBuf {
-        let digest = Sha256::digest(home.root().to_string_lossy().as_bytes());
-        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        PathBuf::from(format!(r"\\.\pipe\nightcrow-{hex}"))
-    }
-
-    /// Connects to the daemon of `home`.
-    pub async fn connect(home: &Home) -> Result<NamedPipeClient, ConnectError> {
-        ClientOptions::new()
-            .open(socket_path(home))
-            .map_err(ConnectError::Unreachable)
-    }
 }
 
-pub use endpoint::{ClientStream, Listener, Stream, connect, socket_path};
-
-/// Why a client did not get a connection to the daemon.
-#[derive(Debug)]
-pub enum ConnectError {
-    /// Nothing answers at the socket (no daemon runs).
-    Unreachable(io::Error),
-    /// Something answers, but not as this user.
-    Untrusted(String),
-}
+pub use endpoint::{Listener, Stream};

@@ -229,7 +229,7 @@ fn open_cache(dir: &Path) -> Result<Cache, RuntimeError> {
         path: dir.to_owned(),
         message,
     };
-    crate::private::ensure_private_dir(dir).map_err(refuse)?;
+    nightcrow_trust::ensure_private_dir(dir).map_err(refuse)?;
     let mut config = CacheConfig::new();
     config.with_directory(dir);
     Cache::new(config).map_err(|error| refuse(format!("{error:#}")))

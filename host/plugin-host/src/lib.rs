@@ -45,7 +45,6 @@ mod engine;
 mod limits;
 mod native;
 mod plugin;
-pub mod private;
 mod process;
 mod ratelimit;
 mod runtime;

@@ -85,14 +85,12 @@ impl Worker {
         restored: Vec<PaneSnapshot>,
     ) -> Result<Worker, HubError> {
         // Plugins are granted paths under it: the same trust rule as the daemon's home.
-        nightcrow_plugin_host::private::ensure_private_dir(&config.runtime_dir).map_err(
-            |error| {
-                HubError::Pane(format!(
-                    "runtime dir {}: {error}",
-                    config.runtime_dir.display()
-                ))
-            },
-        )?;
+        nightcrow_trust::ensure_private_dir(&config.runtime_dir).map_err(|error| {
+            HubError::Pane(format!(
+                "runtime dir {}: {error}",
+                config.runtime_dir.display()
+            ))
+        })?;
         let (events, pane_events) = mpsc::channel(PANE_EVENT_QUEUE);
         let table = PaneTable::new(
             config.repo_root.clone(),

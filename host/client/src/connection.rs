@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
 use crate::Home;
-use crate::transport::{self, Claim, ClientStream};
+use crate::endpoint::{self, ClientStream, ConnectError};
 
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -41,14 +41,12 @@ pub struct Connection {
 impl Connection {
     /// Connects to the daemon of `home` and exchanges `hello`.
     pub async fn open(home: &Home) -> Result<Connection, ClientError> {
-        let stream = transport::connect(home)
-            .await
-            .map_err(|error| match error {
-                transport::ConnectError::Unreachable(_) => {
-                    ClientError::NotRunning(home.root().display().to_string())
-                }
-                transport::ConnectError::Untrusted(why) => ClientError::Untrusted(why),
-            })?;
+        let stream = endpoint::connect(home).await.map_err(|error| match error {
+            ConnectError::Unreachable(_) => {
+                ClientError::NotRunning(home.root().display().to_string())
+            }
+            ConnectError::Untrusted(why) => ClientError::Untrusted(why),
+        })?;
         let (reader, writer) = tokio::io::split(stream);
         let mut connection = Connection {
             home: home.clone(),
@@ -199,7 +197,7 @@ async fn reattach(home: &Home, repo: &Path) -> Option<(Connection, HubMessage)> 
                 Err(_) => {}
             }
         }
-        if Claim::is_held(home) {
+        if home.is_held() {
             unheld_since = None;
         } else if unheld_since
             .get_or_insert_with(std::time::Instant::now)

@@ -1,7 +1,11 @@
 //! Files and folders nightcrow trusts: created readable by this user alone, and refused when
 //! another user owns them or may write to them. Whoever can write the compilation cache, the
 //! home folder or the config can run code as this user (a planted native plugin, native code
-//! for wasmtime, a swapped socket), so the check comes before any of them is used.
+//! for wasmtime, a swapped socket), so the check comes before any of them is used; and the
+//! daemon and its clients talk only to a socket peer that runs as this user.
+//!
+//! A crate of its own because both sides need it: the plugin host and the daemon for their
+//! folders, and a client, which must not pull in the plugin runtime to check its daemon.
 
 use std::fs::Metadata;
 use std::path::Path;
