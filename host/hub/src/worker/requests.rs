@@ -58,11 +58,11 @@ impl Worker {
             }
             ClientRequest::Resize { pane, rows, cols } => {
                 // An unknown pane is the answer before a bad size.
-                self.slots.known_pane(pane)?;
+                let known = self.slots.known_pane(pane)?;
                 let size: PaneSize = pane_size(rows, cols)?;
                 match client {
-                    Some(client) => self.slots.client_resize(client, pane, size, outbox)?,
-                    None => self.slots.resize(pane, size, outbox)?,
+                    Some(client) => self.slots.client_resize(client, known, size, outbox)?,
+                    None => self.slots.set_size(known.0, size, outbox)?,
                 }
                 Ok(RequestOutcome::Done)
             }

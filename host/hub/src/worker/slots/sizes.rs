@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use nightcrow_guard::PaneId;
 use nightcrow_pane::PaneSize;
+use nightcrow_protocol::Token;
 
 use super::Slots;
 use crate::handle::HubError;
@@ -97,11 +98,10 @@ impl Slots {
     pub(in crate::worker) fn client_resize(
         &mut self,
         client: u64,
-        pane: u64,
+        (pane, token): (PaneId, Token),
         size: PaneSize,
         outbox: &mut Outbox,
     ) -> Result<(), HubError> {
-        let (pane, token) = self.known_pane(pane)?;
         if !self.sizes.want(client, pane, size) {
             self.client_acted(client, outbox);
         }
@@ -153,19 +153,10 @@ impl Slots {
         }
     }
 
-    /// A caller of the hub's handle (no client: it has no size of its own) sets the size.
-    pub(in crate::worker) fn resize(
-        &mut self,
-        pane: u64,
-        size: PaneSize,
-        outbox: &mut Outbox,
-    ) -> Result<(), HubError> {
-        let (pane, _) = self.known_pane(pane)?;
-        self.set_size(pane, size, outbox)
-    }
-
-    /// Resizes the pane's PTY and tells every client, unless it has that size already.
-    fn set_size(
+    /// Resizes the pane's PTY and tells every client, unless it has that size already: what
+    /// a caller of the hub's handle asks (no client, so no size of its own), and what a
+    /// client's winning size comes to.
+    pub(in crate::worker) fn set_size(
         &mut self,
         pane: PaneId,
         size: PaneSize,
