@@ -1,12 +1,13 @@
 //! A client's frame stream, bounded by the bytes it holds rather than by a count of frames
 //! (docs/hub.md, "A client that falls behind"). Output frames range from a few bytes to a
 //! joined round of half a megabyte, so a count bounds neither memory nor time: 256 small
-//! frames are a few milliseconds of a flood, 256 large ones over 100 MiB. The hub stops
-//! reading its panes while a client holds more than [`QUEUED_PAUSE_ABOVE`] and waits for it to come
-//! down to [`QUEUED_RESUME_BELOW`], which the receiving end announces.
+//! frames are a few milliseconds of a flood, 256 large ones over 100 MiB. While a client
+//! holds more than [`QUEUED_BEHIND_ABOVE`], the hub holds the output of each pane that has
+//! more than [`PANE_HELD_ABOVE`] of it queued, and waits for the client to come down to
+//! [`QUEUED_RESUME_BELOW`], which the receiving end announces.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
@@ -16,9 +17,14 @@ use nightcrow_client_protocol::Frame;
 /// Bytes a client may have queued before it counts as fallen behind and is disconnected.
 pub const CLIENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// Queued bytes above which the hub stops reading pane output until the client catches up.
-pub(crate) const QUEUED_PAUSE_ABOVE: usize = 4 * 1024 * 1024;
+pub(crate) const QUEUED_BEHIND_ABOVE: usize = 4 * 1024 * 1024;
 /// Queued bytes at or below which a client has caught up.
 pub(crate) const QUEUED_RESUME_BELOW: usize = 1024 * 1024;
+/// A pane's queued output above which its output is held while the client is behind. A
+/// pane being typed into has a few bytes queued and goes on; with every pane of a hub just
+/// below it, the client is not behind yet.
+pub(crate) const PANE_HELD_ABOVE: usize = 256 * 1024;
+const _: () = assert!(PANE_HELD_ABOVE * nightcrow_pane::MAX_PANES < QUEUED_BEHIND_ABOVE);
 /// How long pane output waits for a client that fell behind: one that has not taken
 /// [`QUEUED_RESUME_BELOW`] bytes in that time is dropped.
 pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(1);
@@ -34,16 +40,23 @@ pub(crate) enum NotQueued {
     Closed,
 }
 
-/// What both ends share: the byte budget and the signal that the client caught up.
+/// What both ends share: the byte budget, each pane's share of it, and the signal that the
+/// client caught up.
 #[derive(Debug)]
 struct Backlog {
     room: Arc<Semaphore>,
+    /// Output bytes queued, by pane; a pane with none has no entry.
+    by_pane: Mutex<HashMap<u64, usize>>,
     caught_up: Notify,
 }
 
 impl Backlog {
     fn queued(&self) -> usize {
         CLIENT_QUEUE_BYTES - self.room.available_permits()
+    }
+
+    fn by_pane(&self) -> std::sync::MutexGuard<'_, HashMap<u64, usize>> {
+        self.by_pane.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -126,6 +139,7 @@ pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
     let (frames, receiver) = mpsc::unbounded_channel();
     let backlog = Arc::new(Backlog {
         room: Arc::new(Semaphore::new(CLIENT_QUEUE_BYTES)),
+        by_pane: Mutex::default(),
         caught_up: Notify::new(),
     });
     (
@@ -159,9 +173,19 @@ impl FrameSender {
                     .ok()
             })
             .ok_or(NotQueued::Full)?;
+        if let Some(pane) = output_pane(&frame) {
+            *self.backlog.by_pane().entry(pane).or_default() += permit.num_permits();
+        }
         self.frames
             .send((frame, permit))
             .map_err(|_| NotQueued::Closed)
+    }
+
+    /// The panes with more than `bytes` of output queued.
+    pub(crate) fn panes_above(&self, bytes: usize) -> Vec<u64> {
+        let by_pane = self.backlog.by_pane();
+        let above = by_pane.iter().filter(|(_, queued)| **queued > bytes);
+        above.map(|(pane, _)| *pane).collect()
     }
 
     /// Bytes the client has not taken yet.
@@ -204,6 +228,15 @@ impl FrameReceiver {
 
     fn took(&self, taken: Option<Queued>) -> Option<Frame> {
         let (frame, room) = taken?;
+        if let Some(pane) = output_pane(&frame) {
+            let mut by_pane = self.backlog.by_pane();
+            if let Some(queued) = by_pane.get_mut(&pane) {
+                *queued -= room.num_permits();
+                if *queued == 0 {
+                    by_pane.remove(&pane);
+                }
+            }
+        }
         drop(room);
         if self.backlog.queued() <= QUEUED_RESUME_BELOW {
             // One stored permit at most: a hub not waiting yet finds it when it does.
@@ -276,6 +309,26 @@ mod tests {
     }
 
     #[test]
+    fn each_panes_queued_output_is_counted_until_it_is_taken() {
+        let (sender, mut receiver) = frame_queue();
+        let flood = 300 * 1024;
+        assert_eq!(sender.try_send(output_of(1, &"x".repeat(flood))), Ok(()));
+        assert_eq!(sender.try_send(output_of(2, "echo")), Ok(()));
+        assert_eq!(
+            sender.try_send(Frame::Message(HubMessage::Hello { version: 1 })),
+            Ok(())
+        );
+        assert_eq!(sender.panes_above(PANE_HELD_ABOVE), [1]);
+        let mut both = sender.panes_above(0);
+        both.sort_unstable();
+        assert_eq!(both, [1, 2]);
+        assert!(receiver.try_recv().is_some());
+        assert_eq!(sender.panes_above(0), [2], "pane 1's frame was taken");
+        assert_eq!(taken(&mut receiver).len(), 2);
+        assert!(sender.panes_above(0).is_empty());
+    }
+
+    #[test]
     fn a_client_falls_behind_by_bytes_and_catches_up_by_taking_frames() {
         let (sender, mut receiver) = frame_queue();
         let big = CLIENT_QUEUE_BYTES / 4 - FRAME_COST;
@@ -297,10 +350,10 @@ mod tests {
     async fn taking_frames_down_to_the_resume_mark_says_the_client_caught_up() {
         let (sender, mut receiver) = frame_queue();
         let chunk = 512 * 1024 - FRAME_COST;
-        for _ in 0..(QUEUED_PAUSE_ABOVE / (512 * 1024) + 1) {
+        for _ in 0..(QUEUED_BEHIND_ABOVE / (512 * 1024) + 1) {
             assert_eq!(sender.try_send(output(chunk)), Ok(()));
         }
-        assert!(sender.queued() > QUEUED_PAUSE_ABOVE);
+        assert!(sender.queued() > QUEUED_BEHIND_ABOVE);
         let caught_up = sender.caught_up();
         tokio::pin!(caught_up);
         // Above the mark, taking a frame does not signal.

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as std_mpsc, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
@@ -16,8 +16,9 @@ use tokio::sync::mpsc;
 use crate::{PaneError, PaneEvent, PaneSize};
 
 /// How long the waiter, once the child has exited, waits for the reader to reach end of
-/// file before it reports the exit anyway. A background grandchild can keep the PTY open
-/// forever; its later output is then discarded, because nothing may follow `Exited`.
+/// file before it reports the exit anyway (time in which the pane's output is held does not
+/// count). A background grandchild can keep the PTY open forever; its later output is then
+/// discarded, because nothing may follow `Exited`.
 pub const EXIT_DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Chunks of input queued for a pane before [`PaneError::InputQueueFull`].
@@ -51,6 +52,52 @@ pub(crate) struct PaneProcess {
     pid: Option<u32>,
     /// The kill has begun (by [`PaneProcess::end`] or drop); it is not begun twice.
     ending: bool,
+    output: Arc<OutputGate>,
+}
+
+/// Whether the reader thread hands on what it reads. The hub holds a pane's output while
+/// its clients are far behind on that pane, so the pane's reader, then the child, wait on
+/// the PTY as under tmux, while the other panes of the hub go on.
+#[derive(Debug, Default)]
+struct OutputGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    held: bool,
+    /// How many times it has been held: the waiter learns from it that the reader was held
+    /// while it waited for end of file.
+    holds: u64,
+}
+
+impl OutputGate {
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn hold(&self) {
+        let mut state = self.state();
+        if !state.held {
+            state.held = true;
+            state.holds += 1;
+        }
+    }
+
+    fn release(&self) {
+        self.state().held = false;
+        self.changed.notify_all();
+    }
+
+    /// Returns once the gate is open, with how many times it has been held so far.
+    fn wait_until_open(&self) -> u64 {
+        let state = self
+            .changed
+            .wait_while(self.state(), |state| state.held)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.holds
+    }
 }
 
 /// A pane process being ended: its escalation runs on a thread of its own so that nobody
@@ -108,7 +155,8 @@ impl PaneProcess {
         let mut killer = child.clone_killer();
         let pid = child.process_id();
 
-        match Threads::start(pane, reader, writer, events) {
+        let output = Arc::new(OutputGate::default());
+        match Threads::start(pane, reader, writer, events, Arc::clone(&output)) {
             Ok(threads) => Ok(PaneProcess {
                 master: pair.master,
                 killer,
@@ -116,6 +164,7 @@ impl PaneProcess {
                 input: threads.commit(child),
                 pid,
                 ending: false,
+                output,
             }),
             Err((error, waiter)) => {
                 let _ = killer.kill();
@@ -147,6 +196,16 @@ impl PaneProcess {
         }
     }
 
+    /// The reader hands on nothing more (what it has read already waits with it) until
+    /// [`release_output`](Self::release_output).
+    pub(crate) fn hold_output(&self) {
+        self.output.hold();
+    }
+
+    pub(crate) fn release_output(&self) {
+        self.output.release();
+    }
+
     pub(crate) fn resize(&self, pane: PaneId, size: PaneSize) -> Result<(), PaneError> {
         self.master
             .resize(size.to_pty())
@@ -160,6 +219,8 @@ impl PaneProcess {
         if std::mem::replace(&mut self.ending, true) {
             return Ending(None);
         }
+        // A held reader would never see end of file, and its thread would stay.
+        self.release_output();
         // SIGHUP on Unix, as a closing terminal would send (TerminateProcess on Windows,
         // where closing the pseudo console also ends whatever is attached to it). Once the
         // waiter has reaped the child its pid may be another process's: no signal then.
@@ -217,6 +278,21 @@ fn escalate(_pid: u32) -> Option<thread::JoinHandle<()>> {
 
 type Child = Box<dyn portable_pty::Child + Send + Sync>;
 
+/// Waits, once the child has exited, for the reader to reach end of file, at most
+/// [`EXIT_DRAIN_TIMEOUT`] of time in which the reader was free to read: a held reader
+/// cannot get there, so the wait starts again after each hold, and the output before the
+/// exit is late rather than lost.
+fn drain(eof: &std_mpsc::Receiver<()>, output: &OutputGate) {
+    let mut holds = output.wait_until_open();
+    while let Err(std_mpsc::RecvTimeoutError::Timeout) = eof.recv_timeout(EXIT_DRAIN_TIMEOUT) {
+        let now = output.wait_until_open();
+        if now == holds {
+            return;
+        }
+        holds = now;
+    }
+}
+
 /// What the waiter thread is handed once the other threads exist.
 struct Start {
     child: Child,
@@ -245,6 +321,7 @@ impl Threads {
         mut reader: Box<dyn Read + Send>,
         mut writer: Box<dyn Write + Send>,
         events: mpsc::Sender<PaneEvent>,
+        output: Arc<OutputGate>,
     ) -> Result<Threads, (PaneError, Option<SyncSender<Start>>)> {
         let thread_error = |source| PaneError::Thread { pane, source };
         let open = Arc::new(Mutex::new(true));
@@ -255,6 +332,7 @@ impl Threads {
         let (waiter, start) = std_mpsc::sync_channel::<Start>(1);
         let waiter_events = events.clone();
         let waiter_open = Arc::clone(&open);
+        let waiter_output = Arc::clone(&output);
         thread::Builder::new()
             .name(format!("pane-{pane}-wait"))
             .spawn(move || {
@@ -266,7 +344,7 @@ impl Threads {
                 if !commit {
                     return;
                 }
-                let _ = eof_rx.recv_timeout(EXIT_DRAIN_TIMEOUT);
+                drain(&eof_rx, &waiter_output);
                 *waiter_open.lock().unwrap_or_else(PoisonError::into_inner) = false;
                 let code = match status {
                     Ok(status) if status.signal().is_none() => Some(status.exit_code()),
@@ -292,6 +370,9 @@ impl Threads {
                         Ok(n) => n,
                     };
                     let open = open.lock().unwrap_or_else(PoisonError::into_inner);
+                    // Under the lock, so an exit waits for the output before it: a held
+                    // pane's last output is late, never lost.
+                    output.wait_until_open();
                     let bytes = Bytes::copy_from_slice(&buffer[..n]);
                     if !*open
                         || events

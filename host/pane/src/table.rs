@@ -318,6 +318,23 @@ impl PaneTable {
         process.write(pane, bytes)
     }
 
+    /// Stops handing on the pane's output: its reader, then its child, wait on the PTY
+    /// until [`release_output`](Self::release_output), while other panes go on. For a
+    /// client that is far behind on this pane's output. A few chunks read before may still
+    /// arrive; an exit waits for the output before it. Nothing for an unknown pane or one
+    /// without a process, and a relaunch (a new pane id) starts released.
+    pub fn hold_output(&self, pane: PaneId) {
+        if let Some(process) = self.entry(pane).and_then(|entry| entry.process.as_ref()) {
+            process.hold_output();
+        }
+    }
+
+    pub fn release_output(&self, pane: PaneId) {
+        if let Some(process) = self.entry(pane).and_then(|entry| entry.process.as_ref()) {
+            process.release_output();
+        }
+    }
+
     /// Resizes the pane's PTY; a later relaunch keeps the size.
     pub fn resize(&mut self, pane: PaneId, size: PaneSize) -> Result<(), PaneError> {
         let entry = self.entry_mut(pane).ok_or(PaneError::UnknownPane(pane))?;

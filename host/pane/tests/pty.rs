@@ -10,7 +10,9 @@ use nightcrow_guard::{
     Approved, ApprovedRelaunch, Guard, GuardLimits, PaneFacts, PaneId, PaneOwner, PaneState,
     PluginPolicy,
 };
-use nightcrow_pane::{PaneError, PaneEvent, PaneSize, PaneTable, SCROLLBACK_BYTES, Shell};
+use nightcrow_pane::{
+    EXIT_DRAIN_TIMEOUT, PaneError, PaneEvent, PaneSize, PaneTable, SCROLLBACK_BYTES, Shell,
+};
 use nightcrow_protocol::{Command, Token};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -356,6 +358,63 @@ async fn every_output_byte_arrives_before_the_exit_code() {
     assert!(!h.table.slot(pane).unwrap().is_alive());
 }
 
+/// A held pane hands on nothing while another pane's output flows; released, every byte it
+/// printed arrives, in order, before its exit, though the child exited during the hold and
+/// the hold outlasted the exit's drain timeout.
+#[tokio::test]
+async fn a_held_pane_waits_while_others_flow_and_loses_nothing() {
+    let mut h = Harness::new();
+    // More than one read, little enough for the PTY to buffer, so the child exits while the
+    // reader waits.
+    let held = h.open("seq 1 3000; exit 4");
+    let pid = h.table.pid(held).unwrap();
+    h.table.hold_output(held);
+    let other = h.open("read x; echo got:$x");
+    h.table.write_typed(other, b"hi\r").unwrap();
+    let mut held_bytes = 0;
+    let mut seen = String::new();
+    while !seen.contains("got:hi") {
+        match h.event().await {
+            PaneEvent::Output { pane, bytes } if pane == held => held_bytes += bytes.len(),
+            PaneEvent::Output { pane, bytes } => {
+                seen.extend(h.table.record_output(pane, &bytes).text)
+            }
+            PaneEvent::Exited { pane, .. } => panic!("pane {pane} exited early"),
+        }
+    }
+    tokio::time::sleep(EXIT_DRAIN_TIMEOUT * 2).await;
+    assert!(
+        !process_alive(pid),
+        "the child did not exit during the hold"
+    );
+    while let Ok(event) = h.events.try_recv() {
+        match event {
+            PaneEvent::Output { pane, bytes } if pane == held => held_bytes += bytes.len(),
+            PaneEvent::Exited { pane, .. } => assert_ne!(pane, held, "exited while held"),
+            PaneEvent::Output { .. } => {}
+        }
+    }
+    assert!(
+        held_bytes <= 16 * 1024,
+        "{held_bytes} bytes got past the hold"
+    );
+
+    h.table.release_output(held);
+    let run = h.run_to_exit(held).await;
+    assert_eq!(run.code, Some(4));
+    let text = String::from_utf8(run.raw).expect("seq prints ASCII");
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .collect();
+    let expected: Vec<String> = (1..=3000).map(|n| n.to_string()).collect();
+    assert_eq!(lines.len(), expected.len(), "lines lost or added");
+    assert!(
+        lines.iter().zip(&expected).all(|(line, want)| line == want),
+        "out of order"
+    );
+}
+
 #[tokio::test]
 async fn relaunches_keep_the_token_and_position() {
     let mut h = Harness::new();
@@ -536,6 +595,10 @@ async fn destroying_a_pane_or_dropping_the_table_kills_and_reaps_the_child() {
     let pids = [destroyed, dropped, released].map(|pane| h.table.pid(pane).unwrap());
     for pid in pids {
         assert!(process_exists(pid));
+    }
+    // Held output does not keep a pane's threads or its exit waiting once it is ended.
+    for pane in [destroyed, dropped, released] {
+        h.table.hold_output(pane);
     }
     h.table.destroy(destroyed);
     assert_eq!(

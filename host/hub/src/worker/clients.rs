@@ -1,14 +1,16 @@
 //! The worker's clients, one of its three parts: each attached client's frame queue, the
-//! broadcast, the pause while a client is far behind, and the notices a person who is away
-//! is sent. It knows nothing of panes: what a client is shown comes from the outbox, and an
-//! attach's replay from the slots.
+//! broadcast, which panes' output waits while a client is far behind, and the notices a
+//! person who is away is sent. It knows nothing of panes but their ids: what a client is
+//! shown comes from the outbox, and an attach's replay from the slots.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use tokio::sync::{broadcast, mpsc};
 
 use crate::frames::{
-    FrameSender, NotQueued, QUEUED_PAUSE_ABOVE, QUEUED_RESUME_BELOW, STALL_LIMIT, frame_queue,
+    FrameSender, NotQueued, PANE_HELD_ABOVE, QUEUED_BEHIND_ABOVE, QUEUED_RESUME_BELOW, STALL_LIMIT,
+    frame_queue,
 };
 use crate::handle::{Client, HubHandle};
 use nightcrow_client_protocol::{
@@ -25,8 +27,6 @@ pub(super) struct Clients {
     next_id: u64,
     /// Handed to each [`Client`], which sends its id as it is dropped.
     detach: mpsc::UnboundedSender<u64>,
-    /// Set while pane output waits for a client that fell behind.
-    paused: Option<Pause>,
     /// What the broadcasts mean to a person who is away, read once for every subscriber
     /// of [`HubHandle::notices`].
     notices: Notices,
@@ -36,14 +36,19 @@ pub(super) struct Clients {
 struct Attached {
     id: u64,
     frames: FrameSender,
+    /// Set while the client is far behind.
+    behind: Option<Behind>,
 }
 
-/// Pane output waiting for a client that fell behind.
+/// A client far behind, and the panes whose output waits for it.
 #[derive(Debug)]
-struct Pause {
+struct Behind {
     since: Instant,
-    /// The most any client had queued when the pause (or its current limit) began.
+    /// What it had queued when it fell behind (or its current time limit began).
     queued: usize,
+    /// The panes that had more than [`PANE_HELD_ABOVE`] queued at some moment since: they
+    /// wait until the client catches up, the other panes go on.
+    panes: BTreeSet<u64>,
 }
 
 impl Clients {
@@ -52,7 +57,6 @@ impl Clients {
             attached: Vec::new(),
             next_id: 1,
             detach,
-            paused: None,
             notices: Notices::new(),
             notice_sender: broadcast::Sender::new(NOTICE_QUEUE),
         }
@@ -85,7 +89,11 @@ impl Clients {
         for frame in std::iter::once(hello).chain(panes).chain([live]) {
             let _ = frames.try_send(frame);
         }
-        self.attached.push(Attached { id, frames });
+        self.attached.push(Attached {
+            id,
+            frames,
+            behind: None,
+        });
         Client {
             id,
             frames: receiver,
@@ -125,72 +133,86 @@ impl Clients {
         self.attached.clear();
     }
 
-    /// Whether pane output waits for a client that fell behind.
-    pub(super) fn paused(&self) -> bool {
-        self.paused.is_some()
+    /// The panes whose output waits for a client far behind.
+    pub(super) fn held_panes(&self) -> BTreeSet<u64> {
+        self.behind()
+            .flat_map(|behind| behind.panes.iter().copied())
+            .collect()
     }
 
-    /// Stops taking pane output while a client holds more than [`QUEUED_PAUSE_ABOVE`]
-    /// bytes, and takes it again once every client is down to [`QUEUED_RESUME_BELOW`].
+    fn behind(&self) -> impl Iterator<Item = &Behind> {
+        self.attached
+            .iter()
+            .filter_map(|client| client.behind.as_ref())
+    }
+
+    /// A client that holds more than [`QUEUED_BEHIND_ABOVE`] bytes is behind until it is down
+    /// to [`QUEUED_RESUME_BELOW`]; meanwhile every pane with more than [`PANE_HELD_ABOVE`]
+    /// of output in its queue waits for it ([`held_panes`](Self::held_panes)).
     pub(super) fn check_backlog(&mut self) {
         self.attached.retain(|client| !client.frames.is_closed());
-        let most = self.most_queued();
-        match &self.paused {
-            None if most > QUEUED_PAUSE_ABOVE => {
-                self.paused = Some(Pause {
-                    since: crate::clock::now(),
-                    queued: most,
-                });
+        for client in &mut self.attached {
+            let queued = client.frames.queued();
+            match &mut client.behind {
+                None if queued > QUEUED_BEHIND_ABOVE => {
+                    client.behind = Some(Behind {
+                        since: crate::clock::now(),
+                        queued,
+                        panes: BTreeSet::new(),
+                    });
+                }
+                Some(_) if queued <= QUEUED_RESUME_BELOW => client.behind = None,
+                _ => {}
             }
-            Some(_) if most <= QUEUED_RESUME_BELOW => self.paused = None,
-            _ => {}
+            if let Some(behind) = &mut client.behind {
+                behind
+                    .panes
+                    .extend(client.frames.panes_above(PANE_HELD_ABOVE));
+            }
         }
     }
 
-    /// When the current pause has lasted [`STALL_LIMIT`].
+    /// When the first client behind has been so for [`STALL_LIMIT`].
     pub(super) fn stall_at(&self) -> Option<Instant> {
-        self.paused.as_ref().map(|pause| pause.since + STALL_LIMIT)
+        self.behind().map(|behind| behind.since + STALL_LIMIT).min()
     }
 
-    /// [`STALL_LIMIT`] has passed in a pause: clients that took less than
-    /// [`QUEUED_RESUME_BELOW`] bytes in it are dropped (they get what they have queued,
-    /// then their stream ends), so one stopped client cannot hold the panes; if the slowest
-    /// did drain that much, the pause goes on with a fresh limit.
+    /// A client that has been behind for [`STALL_LIMIT`] and took less than
+    /// [`QUEUED_RESUME_BELOW`] bytes in that time is dropped (it gets what it has queued,
+    /// then its stream ends), so one stopped client cannot hold the panes; one that did
+    /// take that much stays behind with a fresh limit.
     pub(super) fn on_stalled(&mut self) {
-        let Some(pause) = self.paused.take() else {
-            return;
-        };
-        let most = self.most_queued();
-        if most + QUEUED_RESUME_BELOW <= pause.queued {
-            self.paused = Some(Pause {
-                since: crate::clock::now(),
-                queued: most,
-            });
-            return;
-        }
-        self.attached.retain(|client| {
-            let behind = client.frames.queued() > QUEUED_RESUME_BELOW;
-            if behind {
-                tracing::warn!(client = client.id, "client fell behind; disconnected");
+        let now = crate::clock::now();
+        self.attached.retain_mut(|client| {
+            let Some(behind) = &mut client.behind else {
+                return true;
+            };
+            if now < behind.since + STALL_LIMIT {
+                return true;
             }
-            !behind
+            let queued = client.frames.queued();
+            if queued + QUEUED_RESUME_BELOW <= behind.queued {
+                behind.since = now;
+                behind.queued = queued;
+                return true;
+            }
+            tracing::warn!(client = client.id, "client fell behind; disconnected");
+            false
         });
     }
 
-    /// Resolves when the client furthest behind catches up or goes (or at once without
-    /// clients).
+    /// Resolves when a client that is behind catches up or goes; never without one.
     pub(super) async fn caught_up(&self) {
-        let furthest = self
+        let behind = self
             .attached
             .iter()
-            .max_by_key(|client| client.frames.queued());
-        if let Some(client) = furthest {
-            client.frames.caught_up().await;
+            .filter(|client| client.behind.is_some());
+        let waits: Vec<_> = behind
+            .map(|client| Box::pin(client.frames.caught_up()))
+            .collect();
+        if waits.is_empty() {
+            return std::future::pending().await;
         }
-    }
-
-    fn most_queued(&self) -> usize {
-        let queued = self.attached.iter().map(|client| client.frames.queued());
-        queued.max().unwrap_or(0)
+        futures::future::select_all(waits).await;
     }
 }

@@ -145,7 +145,7 @@ impl Worker {
         }
         loop {
             self.deliver();
-            self.clients.check_backlog();
+            self.pace_output();
             self.publish_snapshot();
             let due = self.deadlines();
             tokio::select! {
@@ -157,7 +157,7 @@ impl Worker {
                     }
                     None => return self.shutdown().await,
                 },
-                Some(event) = self.pane_events.recv(), if !self.clients.paused() => {
+                Some(event) = self.pane_events.recv() => {
                     let mut round = vec![event];
                     while round.len() < PANE_EVENTS_PER_ROUND {
                         match self.pane_events.try_recv() {
@@ -167,8 +167,8 @@ impl Worker {
                     }
                     self.on_pane_events(round);
                 }
-                // The loop's top takes pane output again once it has.
-                () = self.clients.caught_up(), if self.clients.paused() => {}
+                // The loop's top releases the panes held for it.
+                () = self.clients.caught_up() => {}
                 () = sleep_until(due.stall) => self.clients.on_stalled(),
                 Some(client) = self.detached.recv() => self.on_detached(client),
                 (index, item) = self.plugins.next() => self.on_supervised(index, item).await,
@@ -177,6 +177,13 @@ impl Worker {
                 () = sleep_until(due.screens) => {}
             }
         }
+    }
+
+    /// Holds the output of the panes a client far behind waits on, and only theirs: a key's
+    /// echo in another pane goes on (docs/hub.md, "A client that falls behind").
+    fn pace_output(&mut self) {
+        self.clients.check_backlog();
+        self.slots.hold_output_of(self.clients.held_panes());
     }
 
     fn deadlines(&self) -> Deadlines {

@@ -1,6 +1,8 @@
 //! Plugins that flood, spin and bomb memory never hold back pane output: every byte a pane
 //! writes reaches the client, in order (SPEC §4.4, §5.5). Measured in bytes, never in time.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nightcrow_client_protocol::Frame;
@@ -199,4 +201,90 @@ async fn a_client_that_falls_behind_is_disconnected_without_gaps() {
     let next = (lines.len() + 1).to_string();
     assert!(next.starts_with(partial), "a gap at the end: {partial:?}");
     hub.shutdown().await;
+}
+
+/// While a client is far behind on one pane's flood, only that pane waits: a line typed into
+/// another pane reaches the slow client after at most a frame or two of the flood, not after
+/// it has worked its backlog down to 1 MiB, as when every pane of the hub waited for it.
+/// Measured in the flood's bytes the slow client took between the typing and the echo
+/// (with every pane waiting, as before, over 2.5 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_behind_on_one_panes_flood_still_gets_another_panes_echo() {
+    const MIB: usize = 1024 * 1024;
+    let (mut hub, flood) = hub_with_a_flood().await;
+    let other = within("create", hub.hub.create(None, Some("exec cat".to_owned())))
+        .await
+        .expect("a pane");
+    let slow = within("attach", hub.hub.attach()).await.expect("attach");
+    let slow_took = Arc::new(AtomicUsize::new(0));
+    let mut slow = tokio::spawn(take_slowly_until_echo(
+        slow,
+        flood,
+        other,
+        Arc::clone(&slow_took),
+    ));
+    hub.input(flood, "\r").await;
+    // This client takes every frame at once, so when the flood stops reaching it, the hub
+    // holds the flood for the slow one: it is behind, with more than 3 MiB still queued.
+    within("the flood waits for the slow client", async {
+        let flood_seen = |hub: &TestHub| hub.client.output.get(&flood.get()).map_or(0, Vec::len);
+        loop {
+            tokio::select! {
+                alive = hub.client.take_one() => assert!(alive, "the client stream ended"),
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if flood_seen(&hub) > MIB {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    let took_at_typing = slow_took.load(Ordering::SeqCst);
+    hub.input(other, "ping\r").await;
+    let took_at_echo = within("the echo reaches the slow client", async {
+        loop {
+            tokio::select! {
+                took = &mut slow => break took.expect("the slow client's task"),
+                // Keeps this client from falling behind as well.
+                _ = hub.client.take_one() => {}
+            }
+        }
+    })
+    .await;
+    let waited = took_at_echo - took_at_typing;
+    assert!(
+        waited < 2 * MIB,
+        "the echo came after {waited} bytes of the flood: the pane waited for the backlog"
+    );
+    hub.shutdown().await;
+}
+
+/// Takes frames at 3 MB/s of `flood`'s output, counting it in `took`, until `other` echoes
+/// `ping`; returns how much of the flood it had taken by then.
+async fn take_slowly_until_echo(
+    mut client: nightcrow_hub::Client,
+    flood: PaneId,
+    other: PaneId,
+    took: Arc<AtomicUsize>,
+) -> usize {
+    const PACE: u64 = 3_000_000;
+    let started = tokio::time::Instant::now();
+    let mut echo = Vec::new();
+    while !String::from_utf8_lossy(&echo).contains("ping") {
+        let frame = client.recv().await;
+        let Some(frame) = frame else {
+            panic!("the slow client was disconnected");
+        };
+        match frame {
+            Frame::Output { pane, bytes } if pane == flood.get() => {
+                let total = took.fetch_add(bytes.len(), Ordering::SeqCst) + bytes.len();
+                let due = Duration::from_micros(total as u64 * 1_000_000 / PACE);
+                tokio::time::sleep_until(started + due).await;
+            }
+            Frame::Output { pane, bytes } if pane == other.get() => echo.extend_from_slice(&bytes),
+            _ => {}
+        }
+    }
+    took.load(Ordering::SeqCst)
 }

@@ -17,7 +17,7 @@ mod events;
 mod restore;
 mod sizes;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use nightcrow_client_protocol::{Frame, HubMessage, RecoveryReport};
@@ -41,6 +41,8 @@ pub(super) struct Slots {
     sizes: sizes::SharedSizes,
     /// How long an exited, owned pane waits for its owner's relaunch (SPEC §6.2).
     hold_ttl: Duration,
+    /// The panes whose output is held for a client far behind.
+    held_output: BTreeSet<u64>,
 }
 
 /// Everything the hub knows about one pane slot beside the table's own slot. One record
@@ -170,7 +172,21 @@ impl Slots {
             guard,
             sizes: sizes::SharedSizes::default(),
             hold_ttl,
+            held_output: BTreeSet::new(),
         }
+    }
+
+    /// Holds the output of exactly the panes in `wanted`: the ones newly in it wait on
+    /// their PTYs, the ones no longer in it go on. An id that names no pane (any more) is
+    /// kept only until it leaves `wanted`.
+    pub(super) fn hold_output_of(&mut self, wanted: BTreeSet<u64>) {
+        for pane in wanted.difference(&self.held_output) {
+            self.table.hold_output(PaneId::new(*pane));
+        }
+        for pane in self.held_output.difference(&wanted) {
+            self.table.release_output(PaneId::new(*pane));
+        }
+        self.held_output = wanted;
     }
 
     /// A reload's new limits and hold time: budgets already charged stay (SPEC §6.5).
