@@ -7,6 +7,7 @@
 //! [`QUEUED_RESUME_BELOW`], which the receiving end announces.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,13 +17,15 @@ use nightcrow_client_protocol::Frame;
 
 /// Bytes a client may have queued before it counts as fallen behind and is disconnected.
 pub const CLIENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
-/// Queued bytes above which the hub stops reading pane output until the client catches up.
+/// Queued bytes above which a client is behind: the hub holds the output of the panes it is
+/// behind on until it catches up.
 pub(crate) const QUEUED_BEHIND_ABOVE: usize = 4 * 1024 * 1024;
 /// Queued bytes at or below which a client has caught up.
 pub(crate) const QUEUED_RESUME_BELOW: usize = 1024 * 1024;
 /// A pane's queued output above which its output is held while the client is behind. A
-/// pane being typed into has a few bytes queued and goes on; with every pane of a hub just
-/// below it, the client is not behind yet.
+/// pane being typed into has a few bytes queued and goes on; a flooding one passes it at
+/// once. Eight live panes just below it are far below [`QUEUED_BEHIND_ABOVE`], so the
+/// mark is low enough to find the panes that fill a queue.
 pub(crate) const PANE_HELD_ABOVE: usize = 256 * 1024;
 const _: () = assert!(PANE_HELD_ABOVE * nightcrow_pane::MAX_PANES < QUEUED_BEHIND_ABOVE);
 /// How long pane output waits for a client that fell behind: one that has not taken
@@ -47,6 +50,9 @@ struct Backlog {
     room: Arc<Semaphore>,
     /// Output bytes queued, by pane; a pane with none has no entry.
     by_pane: Mutex<HashMap<u64, usize>>,
+    /// Bytes the client has taken in all (frame costs included): its progress, which a
+    /// shrinking queue does not show while panes it is not behind on go on adding to it.
+    taken: AtomicUsize,
     caught_up: Notify,
 }
 
@@ -140,6 +146,7 @@ pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
     let backlog = Arc::new(Backlog {
         room: Arc::new(Semaphore::new(CLIENT_QUEUE_BYTES)),
         by_pane: Mutex::default(),
+        taken: AtomicUsize::new(0),
         caught_up: Notify::new(),
     });
     (
@@ -193,6 +200,11 @@ impl FrameSender {
         self.backlog.queued()
     }
 
+    /// Bytes the client has taken since it attached.
+    pub(crate) fn taken(&self) -> usize {
+        self.backlog.taken.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.frames.is_closed()
     }
@@ -237,6 +249,9 @@ impl FrameReceiver {
                 }
             }
         }
+        self.backlog
+            .taken
+            .fetch_add(room.num_permits(), Ordering::Relaxed);
         drop(room);
         if self.backlog.queued() <= QUEUED_RESUME_BELOW {
             // One stored permit at most: a hub not waiting yet finds it when it does.
@@ -322,8 +337,10 @@ mod tests {
         let mut both = sender.panes_above(0);
         both.sort_unstable();
         assert_eq!(both, [1, 2]);
+        assert_eq!(sender.taken(), 0);
         assert!(receiver.try_recv().is_some());
         assert_eq!(sender.panes_above(0), [2], "pane 1's frame was taken");
+        assert_eq!(sender.taken(), flood + FRAME_COST);
         assert_eq!(taken(&mut receiver).len(), 2);
         assert!(sender.panes_above(0).is_empty());
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as std_mpsc, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use nightcrow_guard::PaneId;
@@ -66,10 +66,11 @@ struct OutputGate {
 
 #[derive(Debug, Default)]
 struct GateState {
-    held: bool,
-    /// How many times it has been held: the waiter learns from it that the reader was held
-    /// while it waited for end of file.
-    holds: u64,
+    /// Since when it is held; `None` while it is open.
+    held_since: Option<Instant>,
+    /// How long it was held before that: what the waiter does not count as time the reader
+    /// was free to reach end of file.
+    held_before: Duration,
 }
 
 impl OutputGate {
@@ -79,24 +80,31 @@ impl OutputGate {
 
     fn hold(&self) {
         let mut state = self.state();
-        if !state.held {
-            state.held = true;
-            state.holds += 1;
-        }
+        state.held_since.get_or_insert_with(Instant::now);
     }
 
     fn release(&self) {
-        self.state().held = false;
+        let mut state = self.state();
+        if let Some(since) = state.held_since.take() {
+            state.held_before += since.elapsed();
+        }
         self.changed.notify_all();
     }
 
-    /// Returns once the gate is open, with how many times it has been held so far.
-    fn wait_until_open(&self) -> u64 {
-        let state = self
+    fn wait_until_open(&self) {
+        let _open = self
             .changed
-            .wait_while(self.state(), |state| state.held)
+            .wait_while(self.state(), |state| state.held_since.is_some())
             .unwrap_or_else(PoisonError::into_inner);
-        state.holds
+    }
+
+    /// How long it has been held in all, the hold going on included.
+    fn held_for(&self) -> Duration {
+        let state = self.state();
+        state.held_before
+            + state
+                .held_since
+                .map_or(Duration::ZERO, |since| since.elapsed())
     }
 }
 
@@ -249,8 +257,8 @@ fn escalate(pid: u32) -> Option<thread::JoinHandle<()>> {
     // every signal follows a check that one is.
     let group = Pid::from_raw(i32::try_from(pid).ok()?);
     let group_outlives_grace = move || {
-        let deadline = std::time::Instant::now() + KILL_GRACE;
-        while std::time::Instant::now() < deadline {
+        let deadline = Instant::now() + KILL_GRACE;
+        while Instant::now() < deadline {
             if killpg(group, None).is_err() {
                 return false;
             }
@@ -278,18 +286,30 @@ fn escalate(_pid: u32) -> Option<thread::JoinHandle<()>> {
 
 type Child = Box<dyn portable_pty::Child + Send + Sync>;
 
-/// Waits, once the child has exited, for the reader to reach end of file, at most
+/// Waits, once the child has exited, for the reader to reach end of file, for at most
 /// [`EXIT_DRAIN_TIMEOUT`] of time in which the reader was free to read: a held reader
-/// cannot get there, so the wait starts again after each hold, and the output before the
-/// exit is late rather than lost.
+/// cannot get there, so the output before the exit is late rather than lost, and a
+/// background job that keeps the PTY open and writing delays the exit by that much free
+/// time however often the pane is held.
 fn drain(eof: &std_mpsc::Receiver<()>, output: &OutputGate) {
-    let mut holds = output.wait_until_open();
-    while let Err(std_mpsc::RecvTimeoutError::Timeout) = eof.recv_timeout(EXIT_DRAIN_TIMEOUT) {
-        let now = output.wait_until_open();
-        if now == holds {
+    let started = Instant::now();
+    let held_before = output.held_for();
+    loop {
+        output.wait_until_open();
+        let held = output.held_for().saturating_sub(held_before);
+        let free = started.elapsed().saturating_sub(held);
+        let Some(left) = EXIT_DRAIN_TIMEOUT
+            .checked_sub(free)
+            .filter(|left| !left.is_zero())
+        else {
+            return;
+        };
+        if !matches!(
+            eof.recv_timeout(left),
+            Err(std_mpsc::RecvTimeoutError::Timeout)
+        ) {
             return;
         }
-        holds = now;
     }
 }
 

@@ -691,6 +691,41 @@ async fn a_background_child_holding_the_pty_delays_the_exit_only_boundedly() {
         .unwrap();
 }
 
+/// The same with a background job that goes on writing, while the pane is held and
+/// released over and over (as for a client that keeps falling behind): the exit still
+/// comes, after about [`EXIT_DRAIN_TIMEOUT`] of time the pane was not held.
+#[tokio::test]
+async fn a_writing_background_job_delays_a_held_panes_exit_only_boundedly() {
+    let mut h = Harness::new();
+    let pane = h.open("trap '' HUP; (while :; do echo x; sleep 0.01; done) & exit 4");
+    let hold = EXIT_DRAIN_TIMEOUT / 2;
+    let release = EXIT_DRAIN_TIMEOUT / 5;
+    // Without counting free time alone, every wait for end of file would have a hold in
+    // it and the exit would never come; counted, it comes after about five releases.
+    let code = timeout(HANG, async {
+        loop {
+            h.table.hold_output(pane);
+            tokio::time::sleep(hold).await;
+            h.table.release_output(pane);
+            let released = tokio::time::sleep(release);
+            tokio::pin!(released);
+            loop {
+                tokio::select! {
+                    () = &mut released => break,
+                    event = h.events.recv() => match event.expect("event queue closed") {
+                        PaneEvent::Exited { pane: from, code } if from == pane => return code,
+                        _ => {}
+                    },
+                }
+            }
+        }
+    })
+    .await
+    .expect("the exit never came");
+    assert_eq!(code, Some(4));
+    h.table.destroy(pane);
+}
+
 #[tokio::test]
 async fn a_released_pane_keeps_its_slot_and_screen_until_destroyed() {
     let mut h = Harness::new();

@@ -44,8 +44,8 @@ struct Attached {
 #[derive(Debug)]
 struct Behind {
     since: Instant,
-    /// What it had queued when it fell behind (or its current time limit began).
-    queued: usize,
+    /// What it had taken in all when it fell behind (or its current time limit began).
+    taken: usize,
     /// The panes that had more than [`PANE_HELD_ABOVE`] queued at some moment since: they
     /// wait until the client catches up, the other panes go on.
     panes: BTreeSet<u64>,
@@ -157,7 +157,7 @@ impl Clients {
                 None if queued > QUEUED_BEHIND_ABOVE => {
                     client.behind = Some(Behind {
                         since: crate::clock::now(),
-                        queued,
+                        taken: client.frames.taken(),
                         panes: BTreeSet::new(),
                     });
                 }
@@ -190,10 +190,10 @@ impl Clients {
             if now < behind.since + STALL_LIMIT {
                 return true;
             }
-            let queued = client.frames.queued();
-            if queued + QUEUED_RESUME_BELOW <= behind.queued {
+            let taken = client.frames.taken();
+            if taken >= behind.taken + QUEUED_RESUME_BELOW {
                 behind.since = now;
-                behind.queued = queued;
+                behind.taken = taken;
                 return true;
             }
             tracing::warn!(client = client.id, "client fell behind; disconnected");

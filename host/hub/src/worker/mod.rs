@@ -10,8 +10,8 @@
 //!   [`Slots::end`](slots::Slots::end).
 //! - [`Plugins`](plugins::Plugins): the supervised instances, which of them is running,
 //!   their log limits.
-//! - [`Clients`](clients::Clients): attached clients' queues, the broadcast, the pause for
-//!   a client that fell behind, the notices.
+//! - [`Clients`](clients::Clients): attached clients' queues, the broadcast, the panes
+//!   held for a client that fell behind, the notices.
 //!
 //! No part reaches another. What a change means for plugins and clients is written to the
 //! worker's [`Outbox`] in the order it happened, and [`Worker::deliver`] — the one place
@@ -330,7 +330,7 @@ impl Worker {
 struct Deadlines {
     /// A pane's idleness, a hold's expiry, or output's turn to reach its owner.
     slots: Option<Instant>,
-    /// A pause for a client that fell behind has lasted too long.
+    /// A client has been behind for a second: has it made progress?
     stall: Option<Instant>,
     /// Screens alone are due in the journal.
     screens: Option<Instant>,
