@@ -589,7 +589,9 @@ fn a_flooding_pane_leaves_the_tui_responsive_and_attached() {
 }
 
 /// A client that cannot keep up (here: stopped for 2 s during a flood) is dropped by the
-/// hub; the TUI attaches again by itself and carries on with a fresh replay.
+/// hub; the TUI attaches again by itself and carries on with a fresh replay. What was
+/// written over its screen while it was stopped (as a shell does when its job stops) is
+/// gone once it goes on: it draws the whole screen again.
 #[test]
 fn a_client_the_hub_dropped_attaches_again_by_itself() {
     let Some(tui) = Tui::attach_shell() else {
@@ -599,9 +601,15 @@ fn a_client_the_hub_dropped_attaches_again_by_itself() {
     tui.wait_for_text("dropped-flood");
     let client = tui.client_pid();
     signal(client, "STOP");
+    let tty = tui.display("#{pane_tty}");
+    std::fs::write(&tty, "\x1b[H\x1b[2JWRITTEN-WHILE-STOPPED\r\n").expect("the pane's tty");
+    tui.wait_for_text("WRITTEN-WHILE-STOPPED");
     std::thread::sleep(Duration::from_secs(2));
     signal(client, "CONT");
     tui.wait_for_text("reattached: the hub had dropped this client");
+    tui.wait_for("the whole screen drawn again", |screen| {
+        !screen.contains("WRITTEN-WHILE-STOPPED") && screen.starts_with(" 1:shell")
+    });
     let log = std::fs::read_to_string(tui.home().join("daemon.log")).unwrap_or_default();
     assert!(
         log.contains("fell behind"),

@@ -147,6 +147,10 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
                     let (rows, cols) = screen.size()?;
                     send(app.resize(PaneArea::of_terminal(rows, cols)));
                 }
+                terminal::Input::Continued => {
+                    screen.take_over_again()?;
+                    app.dirty = true;
+                }
                 terminal::Input::Stop => break Outcome::Signalled,
             },
             frame = frames.recv() => match frame {

@@ -52,6 +52,23 @@ impl Screen {
         Ok((rows, cols))
     }
 
+    /// Takes the terminal over again and draws everything at the next draw, not only what
+    /// changed: after a stop, what is on the screen is not what was drawn.
+    pub fn take_over_again(&mut self) -> std::io::Result<()> {
+        terminal::enable_raw_mode()?;
+        execute!(std::io::stdout(), terminal::EnterAlternateScreen)?;
+        // A resize to the same size clears the screen and forgets what was drawn, without
+        // `clear`'s cursor-position query, whose answer the key reader would take.
+        let size = self.terminal.size()?;
+        self.terminal
+            .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
+        self.modes = InputModes::default();
+        // Off first, so the next draw switches on exactly what the app wants.
+        let out = self.terminal.backend_mut();
+        out.write_all(INPUT_MODES_OFF.as_bytes())?;
+        out.flush()
+    }
+
     pub fn draw(&mut self, app: &mut App) -> std::io::Result<()> {
         self.terminal.autoresize()?;
         // Asked before the frame, so a warning is drawn with it; written after it.
@@ -126,6 +143,10 @@ pub enum Input {
     Bytes(Vec<u8>),
     /// The terminal changed size.
     Resized,
+    /// The process was stopped and goes on (SIGCONT): while it was stopped, a shell may have
+    /// written over the screen and set the terminal's modes back.
+    #[cfg_attr(not(unix), expect(dead_code, reason = "Windows has no SIGCONT"))]
+    Continued,
     /// SIGTERM or SIGHUP: leave, restoring the terminal.
     Stop,
 }
@@ -141,6 +162,7 @@ struct UnixSignals {
     winch: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
+    cont: tokio::signal::unix::Signal,
 }
 
 impl Inputs {
@@ -152,6 +174,7 @@ impl Inputs {
                 _ = signals.winch.recv() => Input::Resized,
                 _ = signals.term.recv() => Input::Stop,
                 _ = signals.hup.recv() => Input::Stop,
+                _ = signals.cont.recv() => Input::Continued,
                 key = self.keys.recv() => key.unwrap_or(Input::Stop),
             }
         }
@@ -163,7 +186,7 @@ impl Inputs {
 }
 
 /// Starts reading the keyboard (a thread: terminal reads block) and, on Unix, listening
-/// for SIGWINCH, SIGTERM and SIGHUP.
+/// for SIGWINCH, SIGTERM, SIGHUP and SIGCONT.
 pub fn inputs() -> std::io::Result<Inputs> {
     let (sender, keys) = mpsc::unbounded_channel();
     std::thread::Builder::new()
@@ -178,6 +201,7 @@ pub fn inputs() -> std::io::Result<Inputs> {
                 winch: signal(SignalKind::window_change())?,
                 term: signal(SignalKind::terminate())?,
                 hup: signal(SignalKind::hangup())?,
+                cont: signal(SignalKind::from_raw(libc::SIGCONT))?,
             },
         })
     }
