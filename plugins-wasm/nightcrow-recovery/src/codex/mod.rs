@@ -104,13 +104,22 @@ impl Codex {
         if let Err(error) = std::fs::read_dir(sessions) {
             if !self.warned_unreadable {
                 self.warned_unreadable = true;
-                sink.log(
-                    LogLevel::Info,
+                // Inside the sandbox a folder not granted reads as missing too, so a missing
+                // one names both causes: a person who has not run codex yet is not told to
+                // change a grant that is right.
+                let message = if error.kind() == std::io::ErrorKind::NotFound {
                     format!(
-                        "codex: cannot read the sessions directory ({}); codex limits are not observed until it can be read (grant it in read_dirs)",
+                        "codex: no sessions directory at {} yet (codex makes it on its first run with this CODEX_HOME; if it exists, grant it in read_dirs); codex limits are observed once it can be read",
+                        sessions.display()
+                    )
+                } else {
+                    format!(
+                        "codex: cannot read the sessions directory {} ({}); codex limits are not observed until it can be read (grant it in read_dirs)",
+                        sessions.display(),
                         error.kind()
-                    ),
-                );
+                    )
+                };
+                sink.log(LogLevel::Info, message);
             }
             return;
         }

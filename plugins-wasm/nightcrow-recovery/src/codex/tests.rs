@@ -343,10 +343,13 @@ fn an_unreadable_sessions_directory_is_logged_once() {
     codex.poll(at(1, BEFORE_0169_MS), &mut sink);
     codex.poll(at(3, BEFORE_0169_MS), &mut sink);
     assert_eq!(sink.logs.len(), 1, "{:?}", sink.logs);
+    let logged = &sink.logs[0].1;
     assert!(
-        sink.logs[0]
-            .1
-            .starts_with("codex: cannot read the sessions directory")
+        logged.starts_with("codex: no sessions directory at ")
+            && logged.contains(&dir.path().join("absent").display().to_string())
+            && logged.contains("codex makes it on its first run")
+            && logged.contains("grant it in read_dirs"),
+        "{logged}"
     );
     // Without CODEX_HOME and HOME there is nothing to poll.
     let mut sink = Sink::default();
