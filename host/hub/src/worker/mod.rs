@@ -1,7 +1,8 @@
 //! The hub's one worker task (SPEC §6.1). It wakes on a hub request, a pane event, a plugin
 //! item or the next deadline — never on a fixed tick — and is the only code that touches
-//! the hub's state. While a client is far behind it stops taking pane events, so a flood
-//! waits for the client instead of the client being dropped (docs/hub.md).
+//! the hub's state. While a client is far behind it holds the output of the panes it is
+//! behind on, so a flood waits for the client instead of the client being dropped, and the
+//! other panes go on (docs/hub.md).
 //!
 //! The state is three parts, each with one job, and the worker only orchestrates them:
 //! - [`Slots`](slots::Slots): the pane table, one record per slot (title, startup command,
