@@ -292,7 +292,7 @@ impl PaneTable {
 
     /// The child's process id, for diagnostics; `None` once the process is released.
     pub fn pid(&self, pane: PaneId) -> Option<u32> {
-        self.entry(pane)?.process.as_ref()?.pid()
+        self.process(pane)?.pid()
     }
 
     /// Queues keys a person typed (a client's `input`) for the pane's writer thread; never
@@ -324,13 +324,13 @@ impl PaneTable {
     /// arrive; an exit waits for the output before it. Nothing for an unknown pane or one
     /// without a process, and a relaunch (a new pane id) starts released.
     pub fn hold_output(&self, pane: PaneId) {
-        if let Some(process) = self.entry(pane).and_then(|entry| entry.process.as_ref()) {
+        if let Some(process) = self.process(pane) {
             process.hold_output();
         }
     }
 
     pub fn release_output(&self, pane: PaneId) {
-        if let Some(process) = self.entry(pane).and_then(|entry| entry.process.as_ref()) {
+        if let Some(process) = self.process(pane) {
             process.release_output();
         }
     }
@@ -499,6 +499,11 @@ impl PaneTable {
 
     fn entry(&self, pane: PaneId) -> Option<&Entry> {
         self.entries.iter().find(|entry| entry.id == pane)
+    }
+
+    /// The pane's process, if the pane is known and has one.
+    fn process(&self, pane: PaneId) -> Option<&PaneProcess> {
+        self.entry(pane)?.process.as_ref()
     }
 
     fn entry_mut(&mut self, pane: PaneId) -> Option<&mut Entry> {

@@ -32,13 +32,9 @@ pub struct Screen {
 impl Screen {
     pub fn enter(notifier: Notifier) -> std::io::Result<Screen> {
         install_panic_hook();
-        terminal::enable_raw_mode()?;
-        let mut stdout = std::io::stdout();
-        if let Err(error) = execute!(stdout, terminal::EnterAlternateScreen) {
-            restore();
-            return Err(error);
-        }
-        let terminal = Terminal::new(CrosstermBackend::new(stdout)).inspect_err(|_| restore())?;
+        take_terminal().inspect_err(|_| restore())?;
+        let terminal =
+            Terminal::new(CrosstermBackend::new(std::io::stdout())).inspect_err(|_| restore())?;
         Ok(Screen {
             terminal,
             modes: InputModes::default(),
@@ -55,8 +51,7 @@ impl Screen {
     /// Takes the terminal over again and draws everything at the next draw, not only what
     /// changed: after a stop, what is on the screen is not what was drawn.
     pub fn take_over_again(&mut self) -> std::io::Result<()> {
-        terminal::enable_raw_mode()?;
-        execute!(std::io::stdout(), terminal::EnterAlternateScreen)?;
+        take_terminal()?;
         // A resize to the same size clears the screen and forgets what was drawn, without
         // `clear`'s cursor-position query, whose answer the key reader would take.
         let size = self.terminal.size()?;
@@ -115,6 +110,12 @@ impl Drop for Screen {
     fn drop(&mut self) {
         restore();
     }
+}
+
+/// Raw mode and the alternate screen: the terminal is the TUI's.
+fn take_terminal() -> std::io::Result<()> {
+    terminal::enable_raw_mode()?;
+    execute!(std::io::stdout(), terminal::EnterAlternateScreen)
 }
 
 /// Puts the person's terminal back: main screen, cooked mode, cursor shown, no input

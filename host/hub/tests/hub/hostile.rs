@@ -40,9 +40,7 @@ async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64, pace: Optio
                 {
                     output.extend_from_slice(&bytes);
                     if let Some(pace) = pace {
-                        // Paced on the total, not per frame: a timer rounds each short sleep up.
-                        let due = Duration::from_micros(output.len() as u64 * 1_000_000 / pace);
-                        tokio::time::sleep_until(started + due).await;
+                        keep_pace(started, output.len(), pace).await;
                     }
                 }
             }
@@ -59,6 +57,13 @@ async fn expect_sequence(hub: &mut TestHub, pane: PaneId, last: u64, pace: Optio
     for (expected, line) in (1..=last).zip(numbers) {
         assert_eq!(line, expected.to_string(), "out of order or lost");
     }
+}
+
+/// Waits until `bytes` taken since `started` are at most `per_second`: a slow client on
+/// purpose. Paced on the total, not per frame: a timer rounds each short sleep up.
+async fn keep_pace(started: tokio::time::Instant, bytes: usize, per_second: u64) {
+    let due = Duration::from_micros(bytes as u64 * 1_000_000 / per_second);
+    tokio::time::sleep_until(started + due).await;
 }
 
 /// A plugin flooding commands owns a pane that streams 5 MB: all of it arrives, although the
@@ -279,8 +284,7 @@ async fn take_slowly_until_echo(
         match frame {
             Frame::Output { pane, bytes } if pane == flood.get() => {
                 let total = took.fetch_add(bytes.len(), Ordering::SeqCst) + bytes.len();
-                let due = Duration::from_micros(total as u64 * 1_000_000 / PACE);
-                tokio::time::sleep_until(started + due).await;
+                keep_pace(started, total, PACE).await;
             }
             Frame::Output { pane, bytes } if pane == other.get() => echo.extend_from_slice(&bytes),
             _ => {}
