@@ -8,7 +8,8 @@
 //! [`PaneEvent`]s; the table keeps the scrollback, turns output into plugin text and
 //! reads the titles programs set (OSC 0 and 2), tracks
 //! idleness without a timer of its own, and relaunches a slot's process under the same
-//! token.
+//! token. While a person types into one pane, the others' output is metered, so a flood
+//! cannot delay the echo ([`PaneTable::write_typed`]).
 //!
 //! **What it refuses to know:** plugins, owners, holds and clients are the hub's. The
 //! table never decides *whether* to relaunch, destroy or write; it does what it is told
@@ -59,6 +60,7 @@ mod shell;
 mod size;
 mod strip;
 mod table;
+mod typing;
 
 use bytes::Bytes;
 use nightcrow_guard::PaneId;
@@ -71,6 +73,7 @@ pub use shell::Shell;
 pub use size::{MAX_COLS, MAX_ROWS, PaneSize};
 pub use strip::MAX_TITLE_CHARS;
 pub use table::{IdlePane, PaneTable, Recorded, Slot};
+pub use typing::{METERED_BYTES_PER_SECOND, TYPING_LASTS};
 
 /// Most PTYs per repository (SPEC §5.1).
 pub const MAX_PANES: usize = 8;

@@ -13,6 +13,7 @@ use nightcrow_guard::PaneId;
 use portable_pty::{ChildKiller, CommandBuilder, MasterPty, native_pty_system};
 use tokio::sync::mpsc;
 
+use crate::typing::{Meter, Typing};
 use crate::{PaneError, PaneEvent, PaneSize};
 
 /// How long the waiter, once the child has exited, waits for the reader to reach end of
@@ -37,6 +38,7 @@ pub(crate) struct SpawnSpec<'a> {
     pub(crate) program: &'a Path,
     pub(crate) size: PaneSize,
     pub(crate) events: mpsc::Sender<PaneEvent>,
+    pub(crate) typing: Arc<Typing>,
 }
 
 /// A running (or exited but not yet released) pane process. Dropping it kills the child:
@@ -145,6 +147,7 @@ impl PaneProcess {
             program,
             size,
             events,
+            typing,
         } = spec;
         let pair = native_pty_system()
             .openpty(size.to_pty())
@@ -164,7 +167,8 @@ impl PaneProcess {
         let pid = child.process_id();
 
         let output = Arc::new(OutputGate::default());
-        match Threads::start(pane, reader, writer, events, Arc::clone(&output)) {
+        let meter = Meter::new(pane, typing);
+        match Threads::start(pane, reader, writer, events, Arc::clone(&output), meter) {
             Ok(threads) => Ok(PaneProcess {
                 master: pair.master,
                 killer,
@@ -342,6 +346,7 @@ impl Threads {
         mut writer: Box<dyn Write + Send>,
         events: mpsc::Sender<PaneEvent>,
         output: Arc<OutputGate>,
+        mut meter: Meter,
     ) -> Result<Threads, (PaneError, Option<SyncSender<Start>>)> {
         let thread_error = |source| PaneError::Thread { pane, source };
         let open = Arc::new(Mutex::new(true));
@@ -401,6 +406,9 @@ impl Threads {
                     {
                         return;
                     }
+                    // Not under the lock: an exit does not wait for a metered reader.
+                    drop(open);
+                    meter.pay_for(n);
                 }
             });
         if let Err(source) = spawned {

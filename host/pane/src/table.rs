@@ -1,6 +1,7 @@
 //! `PaneTable`: a repository's panes and their slots, in display order.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nightcrow_guard::{ApprovedRelaunch, ApprovedSendInput, PaneId};
@@ -11,6 +12,7 @@ use crate::process::{Ending, PaneProcess, SpawnSpec};
 use crate::screen::screen_text;
 use crate::scrollback::Scrollback;
 use crate::strip::Stripper;
+use crate::typing::Typing;
 use crate::{IDLE_THRESHOLD, MAX_PANES, PaneError, PaneEvent, PaneSize, SCROLLBACK_BYTES, Shell};
 
 /// A pane slot (SPEC §5.2): what outlives a relaunch of the pane's process.
@@ -105,6 +107,8 @@ pub struct PaneTable {
     clock: fn() -> Instant,
     next_id: u64,
     entries: Vec<Entry>,
+    /// The pane a person types into, whose echo the other panes' floods must not delay.
+    typing: Arc<Typing>,
 }
 
 impl PaneTable {
@@ -137,6 +141,7 @@ impl PaneTable {
             clock: Instant::now,
             next_id: 1,
             entries: Vec::new(),
+            typing: Arc::default(),
         })
     }
 
@@ -297,8 +302,15 @@ impl PaneTable {
 
     /// Queues keys a person typed (a client's `input`) for the pane's writer thread; never
     /// waits for the child to read. Plugins have their own door, [`send_approved`](Self::send_approved).
+    ///
+    /// While a person types into a pane, the table's other panes hand on their output at
+    /// most [`METERED_BYTES_PER_SECOND`](crate::METERED_BYTES_PER_SECOND) each, until
+    /// [`TYPING_LASTS`](crate::TYPING_LASTS) after the last key, so a flood beside the
+    /// pane cannot take the cores its echo needs.
     pub fn write_typed(&self, pane: PaneId, bytes: &[u8]) -> Result<(), PaneError> {
-        self.write(pane, bytes)
+        self.write(pane, bytes)?;
+        self.typing.typed_into(pane);
+        Ok(())
     }
 
     /// Queues a plugin's input, as the guard approved it, for the approved pane.
@@ -488,6 +500,7 @@ impl PaneTable {
             program: &self.shell.program,
             size,
             events: self.events.clone(),
+            typing: Arc::clone(&self.typing),
         })
     }
 

@@ -1,6 +1,7 @@
 //! The pane layer on real PTYs (Unix): one test binary, so it links once.
 //!
-//! Timeouts here only detect hangs; no test asserts how long anything took.
+//! Timeouts here only detect hangs. The one time checked is a lower bound (the meter's
+//! pace), which a slow machine cannot break; no test asserts that anything was quick.
 #![cfg(unix)]
 
 use std::path::PathBuf;
@@ -11,7 +12,8 @@ use nightcrow_guard::{
     PluginPolicy,
 };
 use nightcrow_pane::{
-    EXIT_DRAIN_TIMEOUT, PaneError, PaneEvent, PaneSize, PaneTable, SCROLLBACK_BYTES, Shell,
+    EXIT_DRAIN_TIMEOUT, METERED_BYTES_PER_SECOND, PaneError, PaneEvent, PaneSize, PaneTable,
+    SCROLLBACK_BYTES, Shell, TYPING_LASTS,
 };
 use nightcrow_protocol::{Command, Token};
 use tokio::sync::mpsc;
@@ -412,6 +414,46 @@ async fn a_held_pane_waits_while_others_flow_and_loses_nothing() {
     assert!(
         lines.iter().zip(&expected).all(|(line, want)| line == want),
         "out of order"
+    );
+}
+
+/// Only a lower bound on the time is checked: a slow machine makes the flood slower, never
+/// faster than the meter lets it be. Unmetered, the 8 MiB crossed a PTY here in 123 ms
+/// (debug build), a quarter of the half second they must take metered.
+#[tokio::test]
+async fn a_flood_beside_a_pane_being_typed_into_goes_at_the_metered_pace_and_loses_nothing() {
+    let mut h = Harness::new();
+    let typed = h.open("cat");
+    h.table.write_typed(typed, b"k").unwrap();
+    let flood_bytes = 8 * 1024 * 1024;
+    let opened = Instant::now();
+    let flood = h.open(&format!(
+        "head -c {flood_bytes} /dev/zero | tr '\\0' x; exit 3"
+    ));
+    // Counted, not recorded: the table's text work would slow an unmetered flood too.
+    let (mut xs, mut others) = (0, 0);
+    let code = loop {
+        match h.event().await {
+            PaneEvent::Output { pane, bytes } if pane == flood => {
+                let x_count = bytes.iter().filter(|&&byte| byte == b'x').count();
+                xs += x_count;
+                others += bytes.len() - x_count;
+            }
+            PaneEvent::Exited { pane, code } if pane == flood => break code,
+            _ => {}
+        }
+    };
+    let took = opened.elapsed();
+    assert_eq!(code, Some(3));
+    assert_eq!((xs, others), (flood_bytes, 0), "bytes lost or added");
+    let metered = Duration::from_secs_f64(flood_bytes as f64 / METERED_BYTES_PER_SECOND as f64);
+    assert!(
+        took >= metered - Duration::from_millis(50),
+        "{flood_bytes} bytes went in {took:?} while another pane was typed into"
+    );
+    assert!(
+        took < TYPING_LASTS,
+        "the test outlived the typing it measures"
     );
 }
 
