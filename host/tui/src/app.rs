@@ -33,8 +33,14 @@ const KEEP_ON_SKIP: usize = 256 * 1024;
 /// at the next [`SKIP_AHEAD_AT`] anyway, and the emulator's CPU is taken from the flood's
 /// producers, which wait for this client.
 const FLOOD_BUDGET: usize = 16 * 1024;
-/// A flooding pane that has received nothing for this long is done flooding. Longer than
-/// the pauses between bursts of a flood on a busy machine (docs/tui.md).
+/// A flooding pane that has received nothing for this long has paused or ended: it shows
+/// its latest output at once. Shorter than the hub holds a pane for a client that is behind
+/// (80–140 ms), so the screen is current in those pauses too; each costs one parse of at
+/// most [`KEEP_ON_SKIP`] (docs/tui.md).
+const FLOOD_PAUSE: Duration = Duration::from_millis(50);
+/// A flooding pane that has received nothing for this long is done flooding: what comes
+/// next is parsed as any output. Longer than the pauses between bursts of a flood on a busy
+/// machine, which would otherwise each cost full rounds of parsing (docs/tui.md).
 const FLOOD_QUIET: Duration = Duration::from_millis(300);
 /// How long a notice stays on the notice row.
 const NOTICE_FOR: Duration = Duration::from_secs(6);
@@ -75,7 +81,7 @@ pub struct Pane {
     pending_len: usize,
     /// The emulator starts afresh before the next parse (output was skipped ahead).
     restart: bool,
-    /// Skipped ahead and not caught up since.
+    /// Skipped ahead, and since then neither caught up nor quiet for [`FLOOD_QUIET`].
     flooding: bool,
     /// When output last arrived.
     last_output: Instant,
@@ -116,9 +122,13 @@ impl Pane {
 
     /// Queues output for the emulator; returns whether the pane had to skip ahead.
     fn push_output(&mut self, bytes: Bytes) -> bool {
+        let now = Instant::now();
+        if self.flooding && now.saturating_duration_since(self.last_output) >= FLOOD_QUIET {
+            self.flooding = false;
+        }
         self.pending_len += bytes.len();
         self.pending.push_back(bytes);
-        self.last_output = Instant::now();
+        self.last_output = now;
         if self.pending_len <= SKIP_AHEAD_AT {
             return false;
         }
@@ -141,13 +151,13 @@ impl Pane {
         self.restart = true;
     }
 
-    /// One round of parsing, at most `budget` bytes unless a flood has just ended; returns
-    /// how many bytes were parsed.
+    /// One round of parsing, at most `budget` bytes unless a flood has paused or ended;
+    /// returns how many bytes were parsed.
     fn parse_round(&mut self, budget: usize, now: Instant) -> usize {
-        if self.flooding && now.saturating_duration_since(self.last_output) >= FLOOD_QUIET {
-            // The flood is over. Show its end now, from what a re-attach would replay,
-            // rather than work through what scrolled by.
-            self.flooding = false;
+        if self.flooding && now.saturating_duration_since(self.last_output) >= FLOOD_PAUSE {
+            // The flood paused or is over. Show where it is now, from what a re-attach
+            // would replay, rather than work through what scrolled by; it stays a flood
+            // until it has been quiet for `FLOOD_QUIET`.
             if self.pending_len > KEEP_ON_SKIP {
                 self.skip_ahead();
             }

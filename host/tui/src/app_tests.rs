@@ -441,20 +441,20 @@ fn output_past_the_limit_is_skipped_ahead_to_its_latest_bytes() {
     app.parse_pending(usize::MAX, flowing(&app));
     assert_eq!(app.panes[0].pending_len, KEEP_ON_SKIP - FLOOD_BUDGET);
     output(&mut app, 1, &chunk);
-    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_QUIET / 2);
+    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_PAUSE / 2);
     assert_eq!(
         app.panes[0].pending_len,
         KEEP_ON_SKIP - 2 * FLOOD_BUDGET + chunk.len()
     );
-    // Once nothing has come for a while the flood is over, and its end is on the screen at
-    // once.
+    // Once nothing has come for a moment the flood has paused or ended, and where it is
+    // is on the screen at once.
     for _ in 0..4 {
         output(&mut app, 1, &chunk);
     }
     output(&mut app, 1, b"\x1b[2J\x1b[Hthe latest line");
     app.parse_pending(usize::MAX, flowing(&app));
     assert!(app.panes[0].pending_len > KEEP_ON_SKIP);
-    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_QUIET);
+    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_PAUSE);
     assert!(!app.has_pending_output());
     assert!(
         app.panes[0]
@@ -463,6 +463,17 @@ fn output_past_the_limit_is_skipped_ahead_to_its_latest_bytes() {
             .contents()
             .starts_with("the latest line")
     );
+    // A pause is not the end: output that comes soon after is still a flood's, a little
+    // a round.
+    output(&mut app, 1, &chunk);
+    app.parse_pending(usize::MAX, flowing(&app));
+    assert_eq!(app.panes[0].pending_len, chunk.len() - FLOOD_BUDGET);
+    app.parse_pending(usize::MAX, flowing(&app) + FLOOD_PAUSE);
+    // Quiet for longer, it is over: what comes next is parsed whole.
+    app.panes[0].last_output -= FLOOD_QUIET;
+    output(&mut app, 1, &chunk);
+    app.parse_pending(usize::MAX, flowing(&app));
+    assert!(!app.has_pending_output());
 }
 
 #[test]
