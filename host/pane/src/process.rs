@@ -394,12 +394,12 @@ impl Threads {
                         Ok(0) | Err(_) => return,
                         Ok(n) => n,
                     };
-                    let open = open.lock().unwrap_or_else(PoisonError::into_inner);
+                    let still_open = open.lock().unwrap_or_else(PoisonError::into_inner);
                     // Under the lock, so an exit waits for the output before it: a held
                     // pane's last output is late, never lost.
                     output.wait_until_open();
                     let bytes = Bytes::copy_from_slice(&buffer[..n]);
-                    if !*open
+                    if !*still_open
                         || events
                             .blocking_send(PaneEvent::Output { pane, bytes })
                             .is_err()
@@ -407,7 +407,7 @@ impl Threads {
                         return;
                     }
                     // Not under the lock: an exit does not wait for a metered reader.
-                    drop(open);
+                    drop(still_open);
                     meter.pay_for(n);
                 }
             });

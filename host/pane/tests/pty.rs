@@ -13,7 +13,7 @@ use nightcrow_guard::{
 };
 use nightcrow_pane::{
     EXIT_DRAIN_TIMEOUT, METERED_BYTES_PER_SECOND, PaneError, PaneEvent, PaneSize, PaneTable,
-    SCROLLBACK_BYTES, Shell, TYPING_LASTS,
+    SCROLLBACK_BYTES, Shell,
 };
 use nightcrow_protocol::{Command, Token};
 use tokio::sync::mpsc;
@@ -450,10 +450,6 @@ async fn a_flood_beside_a_pane_being_typed_into_goes_at_the_metered_pace_and_los
     assert!(
         took >= metered - Duration::from_millis(50),
         "{flood_bytes} bytes went in {took:?} while another pane was typed into"
-    );
-    assert!(
-        took < TYPING_LASTS,
-        "the test outlived the typing it measures"
     );
 }
 
