@@ -250,6 +250,11 @@ impl HubHandle {
 
     /// Stops the plugins (`shutdown`, grace, force), then the panes, then the worker.
     /// Idempotent: a hub already gone is fine.
+    /// Resolves once the hub has shut down: its worker, and every client's stream, is gone.
+    pub async fn closed(&self) {
+        self.requests.closed().await;
+    }
+
     pub async fn shutdown(&self) {
         let (reply, done) = oneshot::channel();
         if self.send(Request::Shutdown(reply)).await.is_ok() {

@@ -65,6 +65,8 @@ pub async fn relay(hub: &HubHandle, transport: &mut impl Transport) {
     };
     loop {
         tokio::select! {
+            // A peer that is behind takes no frame, so it would not see the stream end.
+            () = hub.closed(), if !transport.ready() => return,
             frame = client.recv(), if transport.ready() => {
                 let Some(frame) = frame else {
                     tracing::debug!("the hub dropped a client; attaching again");
