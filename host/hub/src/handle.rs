@@ -248,13 +248,13 @@ impl HubHandle {
         report.await.map_err(|_| HubError::Gone)
     }
 
-    /// Stops the plugins (`shutdown`, grace, force), then the panes, then the worker.
-    /// Idempotent: a hub already gone is fine.
     /// Resolves once the hub has shut down: its worker, and every client's stream, is gone.
     pub async fn closed(&self) {
         self.requests.closed().await;
     }
 
+    /// Stops the plugins (`shutdown`, grace, force), then the panes, then the worker.
+    /// Idempotent: a hub already gone is fine.
     pub async fn shutdown(&self) {
         let (reply, done) = oneshot::channel();
         if self.send(Request::Shutdown(reply)).await.is_ok() {
