@@ -236,12 +236,16 @@ fn buffer_of(pane: &str) -> String {
 
 const ACTIVE: &str = "nightcrow.active";
 
-/// Waits until the active pane's shell has printed its prompt. Keys typed before it are
-/// echoed by the terminal ahead of the prompt, and the command's output then runs into the
-/// prompt's line (seen on a loaded machine: `# second-42`).
+/// Waits until the active pane's last line is the shell's bare prompt (`# ` or `$ `), as
+/// after a start or an interrupt. Keys typed before it are echoed by the terminal ahead of the
+/// prompt, and the command's output then runs into the prompt's line (seen on loaded machines:
+/// `# second-42`, `# after-42`).
 fn wait_for_prompt(browser: &mut Browser) {
-    let check = format!("{}.trim().length > 0", buffer_of(ACTIVE));
-    browser.wait_for("the shell's prompt", &check);
+    let check = format!(
+        "['#', '$'].includes({}.trimEnd().split('\\n').pop())",
+        buffer_of(ACTIVE)
+    );
+    browser.wait_for("the shell's prompt on the last line", &check);
 }
 
 /// Waits until the active pane's buffer has a line that is exactly `line`.
@@ -1406,6 +1410,7 @@ fn on_a_phone_the_key_bar_sends_ctrl_chords_arrows_and_enter_without_taking_the_
     // Ctrl, then c from the keyboard, interrupts: the prompt is back for the next command.
     press_ctrl(&mut browser);
     browser.type_text("c");
+    wait_for_prompt(&mut browser);
     type_line(
         &mut browser,
         "printf '\\033[?1l'; echo sleeping-$((6*7)); sleep 100",
@@ -1413,6 +1418,7 @@ fn on_a_phone_the_key_bar_sends_ctrl_chords_arrows_and_enter_without_taking_the_
     wait_for_line(&mut browser, "sleeping-42");
     press_ctrl(&mut browser);
     browser.type_text("c");
+    wait_for_prompt(&mut browser);
     type_line(&mut browser, "echo after-$((6*7))");
     wait_for_line(&mut browser, "after-42");
 }
