@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use bytes::BytesMut;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use nightcrow_client_protocol::Frame;
@@ -33,6 +34,8 @@ const _: () = assert!(PANE_HELD_ABOVE * nightcrow_pane::MAX_PANES < QUEUED_BEHIN
 pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(1);
 /// What a frame costs besides its output bytes: a control message, or an output header.
 const FRAME_COST: usize = 64;
+/// Most bytes of a pane's queued output given out as one frame (see [`join_output`]).
+const JOIN_OUTPUT_UP_TO: usize = 64 * 1024;
 
 /// Why a frame was not queued.
 #[derive(Debug, PartialEq, Eq)]
@@ -124,7 +127,9 @@ impl Turns {
     /// no output is before it, the next message.
     fn pop(&mut self) -> Option<Queued> {
         if let Some((pane, mut frames)) = self.panes.pop_front() {
-            let next = frames.pop_front();
+            let next = frames
+                .pop_front()
+                .map(|first| join_output(first, &mut frames));
             if !frames.is_empty() {
                 self.panes.push_back((pane, frames));
             }
@@ -139,6 +144,40 @@ impl Turns {
         }
         Some(message)
     }
+}
+
+/// Joins to `first` the output queued after it (one pane's, in order), up to
+/// [`JOIN_OUTPUT_UP_TO`] bytes, with the budget each held. A flood reaches the hub one PTY read
+/// at a time, a few KiB each; a client that is a little behind would otherwise get, and its
+/// connection carry, a frame for each of them.
+fn join_output(mut first: Queued, rest: &mut VecDeque<Queued>) -> Queued {
+    let (Frame::Output { bytes, .. }, room) = &mut first else {
+        return first;
+    };
+    let mut len = bytes.len();
+    let joining = rest
+        .iter()
+        .take_while(|(frame, _)| match frame {
+            Frame::Output { bytes, .. } if len + bytes.len() <= JOIN_OUTPUT_UP_TO => {
+                len += bytes.len();
+                true
+            }
+            _ => false,
+        })
+        .count();
+    if joining == 0 {
+        return first;
+    }
+    let mut joined = BytesMut::with_capacity(len);
+    joined.extend_from_slice(bytes);
+    for (frame, more_room) in rest.drain(..joining) {
+        if let Frame::Output { bytes, .. } = frame {
+            joined.extend_from_slice(&bytes);
+        }
+        room.merge(more_room);
+    }
+    *bytes = joined.freeze();
+    first
 }
 
 pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
@@ -308,19 +347,47 @@ mod tests {
             assert_eq!(sender.try_send(frame), Ok(()));
         }
         let hello = format!("{:?}", HubMessage::Hello { version: 1 });
+        // A pane's output queued one frame after another is given out joined.
         assert_eq!(
             taken(&mut receiver),
-            [
-                "4:a", "3:echo", "4:b", "4:c", &hello, "4:d", "3:e", "4:f", &hello, "4:g"
-            ]
+            ["4:abc", "3:echo", &hello, "4:df", "3:e", &hello, "4:g"]
         );
         // Frames queued after some were taken join the turns.
-        for frame in [output_of(4, "h"), output_of(4, "i"), output_of(3, "j")] {
+        for frame in [output_of(4, "h"), output_of(3, "i"), output_of(4, "j")] {
             assert_eq!(sender.try_send(frame), Ok(()));
         }
-        assert_eq!(receiver.try_recv().map(|_| ()), Some(()));
-        assert_eq!(taken(&mut receiver), ["3:j", "4:i"]);
+        assert_eq!(taken(&mut receiver), ["4:hj", "3:i"]);
         assert_eq!(sender.queued(), 0);
+    }
+
+    #[test]
+    fn joined_output_stops_at_its_cap_and_gives_back_the_budget_of_every_part() {
+        let (sender, mut receiver) = frame_queue();
+        let part = JOIN_OUTPUT_UP_TO / 4;
+        for (pane, text) in [
+            (1, "a".repeat(part)),
+            (1, "b".repeat(part)),
+            (1, "c".repeat(2 * part)),
+            (1, "d".repeat(part)),
+        ] {
+            assert_eq!(sender.try_send(output_of(pane, &text)), Ok(()));
+        }
+        let lens = |frame: Option<Frame>| match frame {
+            Some(Frame::Output { bytes, .. }) => bytes.len(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(lens(receiver.try_recv()), JOIN_OUTPUT_UP_TO);
+        assert_eq!(sender.queued(), FRAME_COST + part);
+        assert_eq!(sender.taken(), 3 * FRAME_COST + JOIN_OUTPUT_UP_TO);
+        assert_eq!(sender.panes_above(0), [1]);
+        assert_eq!(lens(receiver.try_recv()), part);
+        assert_eq!(sender.queued(), 0);
+        assert!(sender.panes_above(0).is_empty());
+        // A frame already past the cap goes out alone, and so does the one after it.
+        let big = "x".repeat(JOIN_OUTPUT_UP_TO + 1);
+        assert_eq!(sender.try_send(output_of(1, &big)), Ok(()));
+        assert_eq!(sender.try_send(output_of(1, "y")), Ok(()));
+        assert_eq!(taken(&mut receiver).len(), 2);
     }
 
     #[test]
@@ -402,9 +469,10 @@ mod tests {
             assert_eq!(sender.try_send(output(100)), Ok(()));
         }
         let mut taken = 0;
-        while receiver.try_recv().is_some() {
-            taken += 1;
+        while let Some(Frame::Output { bytes, .. }) = receiver.try_recv() {
+            taken += bytes.len();
         }
-        assert_eq!(taken, 10_000);
+        assert_eq!(taken, 10_000 * 100);
+        assert_eq!(sender.queued(), 0);
     }
 }
