@@ -39,6 +39,10 @@ pub use input::key_table;
 pub const FRAMES_PER_SECOND: u32 = 60;
 /// Most output bytes fed to the emulators between two looks at the keyboard.
 const PARSE_BUDGET: usize = 256 * 1024;
+/// Frames between two rounds of parsing while output is left over (a flood): a flood
+/// scrolls at 30 frames a second, and the TUI takes half the CPU it took at 60, which its
+/// panes' producers get instead (docs/tui.md).
+const FRAMES_A_ROUND_WHILE_BEHIND: u32 = 2;
 
 /// The client's two ends of a hub attachment: frames from it, requests to it.
 pub struct Attachment {
@@ -105,8 +109,9 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     // it passes.
     let mut drawn_second = wall_clock().as_secs();
     // When parsing may go on: at once, unless the last round left output over, which
-    // means a flood; then one budget a frame, so the emulator leaves the panes' producers
+    // means a flood; then one budget a round, so the emulator leaves the panes' producers
     // most of a core (the hub waits for this client) and skip-ahead keeps the screen current.
+    let round_time = frame_time * FRAMES_A_ROUND_WHILE_BEHIND;
     let mut parse_at = Instant::now();
     let send = |batch: Vec<ClientRequest>| {
         for request in batch {
@@ -119,6 +124,10 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     let mut awaiting_echo = None;
     let outcome = loop {
         let now = Instant::now();
+        // While a flood waits for its next round, its frames stay queued and are taken all at
+        // once when the round comes: waking for each (thousands a second) cost more than
+        // parsing. The echo of a key is taken as it comes.
+        let between_rounds = app.has_pending_output() && parse_at > now && awaiting_echo.is_none();
         let wake = if app.has_pending_output() {
             parse_at
         } else if app.dirty {
@@ -153,13 +162,11 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
                 }
                 terminal::Input::Stop => break Outcome::Signalled,
             },
-            frame = frames.recv() => match frame {
+            frame = frames.recv(), if !between_rounds => match frame {
                 Some(frame) => {
                     send(app.on_frame(frame));
                     // Take everything already queued: reading is cheap, parsing waits.
-                    while let Ok(frame) = frames.try_recv() {
-                        send(app.on_frame(frame));
-                    }
+                    take_queued(&mut app, &mut frames, &send);
                 }
                 None => break Outcome::Closed,
             },
@@ -176,10 +183,11 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
             drawn_second = wall_clock().as_secs();
         }
         if app.has_pending_output() && woke >= parse_at {
+            take_queued(&mut app, &mut frames, &send);
             app.parse_pending(PARSE_BUDGET, woke);
             let now = Instant::now();
             parse_at = if app.has_pending_output() {
-                now + frame_time
+                now + round_time
             } else {
                 now
             };
@@ -202,6 +210,17 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     };
     drop(screen);
     Ok(outcome)
+}
+
+/// Hands `app` every frame already queued. A closed stream is noticed by the loop's `recv`.
+fn take_queued(
+    app: &mut App,
+    frames: &mut mpsc::UnboundedReceiver<Frame>,
+    send: &impl Fn(Vec<ClientRequest>),
+) {
+    while let Ok(frame) = frames.try_recv() {
+        send(app.on_frame(frame));
+    }
 }
 
 /// The pane `batch` types into, if it does.
