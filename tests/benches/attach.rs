@@ -180,6 +180,20 @@ fn main() {
             row(&(run + 1).to_string(), raw, other);
         }
         row("median", &median_of(&raw_runs), &median_of(runs));
+        // Each run's ratio compares two runs made one after the other, so a slow spell of
+        // the machine weighs on both; the median of the times above mixes spells.
+        let mut ratios: Vec<f64> = raw_runs
+            .iter()
+            .zip(runs.iter())
+            .filter_map(|pair| match pair {
+                (Ok(raw), Ok(other)) => Some(raw.as_secs_f64() / other.as_secs_f64()),
+                _ => None,
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        if let Some(middle) = ratios.get(ratios.len() / 2) {
+            println!("| median of the runs' ratios | | | | | {middle:.2} |");
+        }
         println!();
         println!(
             "### {client}: keystroke to echo, {} keys, each after a {} ms pause\n",
