@@ -154,10 +154,7 @@ fn main() {
             Ok(elapsed) => format!("{:.3} | {:.1}", elapsed.as_secs_f64(), rate(elapsed)),
             Err(lost) => format!("— | {lost}"),
         };
-        let ratio = match (raw, tui) {
-            (Ok(raw), Ok(tui)) => format!("{:.2}", rate(tui) / rate(raw)),
-            _ => "—".to_owned(),
-        };
+        let ratio = pace_ratio(raw, tui).map_or_else(|| "—".to_owned(), |r| format!("{r:.2}"));
         println!("| {name} | {} | {} | {ratio} |", cells(raw), cells(tui));
     };
     // Over the runs that finished: a lost run has no time to rank.
@@ -185,13 +182,11 @@ fn main() {
         let mut ratios: Vec<f64> = raw_runs
             .iter()
             .zip(runs.iter())
-            .filter_map(|pair| match pair {
-                (Ok(raw), Ok(other)) => Some(raw.as_secs_f64() / other.as_secs_f64()),
-                _ => None,
-            })
+            .filter_map(|(raw, other)| pace_ratio(raw, other))
             .collect();
         ratios.sort_by(f64::total_cmp);
-        if let Some(middle) = ratios.get(ratios.len() / 2) {
+        // The lower middle of an even count, as `median` takes.
+        if let Some(middle) = ratios.get(ratios.len().saturating_sub(1) / 2) {
             println!("| median of the runs' ratios | | | | | {middle:.2} |");
         }
         println!();
@@ -1118,6 +1113,14 @@ fn cells_text(screen: &vt100::Screen, row: u16, cols: std::ops::Range<u16>) -> S
 
 fn megabytes(bytes: usize) -> f64 {
     bytes as f64 / 1e6
+}
+
+/// How fast `other` went against `raw` (their MB/s, divided); `None` if either was lost.
+fn pace_ratio(raw: &Result<Duration, Lost>, other: &Result<Duration, Lost>) -> Option<f64> {
+    match (raw, other) {
+        (Ok(raw), Ok(other)) => Some(raw.as_secs_f64() / other.as_secs_f64()),
+        _ => None,
+    }
 }
 
 fn median(values: &mut [Duration]) -> Duration {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use nightcrow_client_protocol::Frame;
@@ -36,6 +36,8 @@ pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(1);
 const FRAME_COST: usize = 64;
 /// Most bytes of a pane's queued output given out as one frame (see [`join_output`]).
 const JOIN_OUTPUT_UP_TO: usize = 64 * 1024;
+// A joined frame, with its pane id, always fits in a wire frame.
+const _: () = assert!(JOIN_OUTPUT_UP_TO + 4 <= nightcrow_client_protocol::frame::MAX_FRAME_BYTES);
 
 /// Why a frame was not queued.
 #[derive(Debug, PartialEq, Eq)]
@@ -123,8 +125,9 @@ impl Turns {
         }
     }
 
-    /// The next frame to give out: the first output of the pane whose turn it is, or, once
-    /// no output is before it, the next message.
+    /// The next frame to give out: the first output of the pane whose turn it is (joined with
+    /// what that pane has queued after it, [`join_output`]), or, once no output is before it,
+    /// the next message.
     fn pop(&mut self) -> Option<Queued> {
         if let Some((pane, mut frames)) = self.panes.pop_front() {
             let next = frames
@@ -168,16 +171,27 @@ fn join_output(mut first: Queued, rest: &mut VecDeque<Queued>) -> Queued {
     if joining == 0 {
         return first;
     }
-    let mut joined = BytesMut::with_capacity(len);
-    joined.extend_from_slice(bytes);
+    let mut parts = vec![std::mem::take(bytes)];
     for (frame, more_room) in rest.drain(..joining) {
         if let Frame::Output { bytes, .. } = frame {
-            joined.extend_from_slice(&bytes);
+            parts.push(bytes);
         }
         room.merge(more_room);
     }
-    *bytes = joined.freeze();
+    *bytes = concatenate(parts);
     first
+}
+
+/// The bytes of `parts` one after another; a single part is not copied.
+pub(crate) fn concatenate(mut parts: Vec<Bytes>) -> Bytes {
+    if parts.len() == 1 {
+        return parts.pop().unwrap_or_default();
+    }
+    let mut all = BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+    for part in &parts {
+        all.extend_from_slice(part);
+    }
+    all.freeze()
 }
 
 pub(crate) fn frame_queue() -> (FrameSender, FrameReceiver) {
@@ -358,6 +372,26 @@ mod tests {
         }
         assert_eq!(taken(&mut receiver), ["4:hj", "3:i"]);
         assert_eq!(sender.queued(), 0);
+    }
+
+    #[test]
+    fn a_pane_with_more_than_a_joined_frame_queued_lets_the_others_go_between() {
+        let (sender, mut receiver) = frame_queue();
+        let part = "x".repeat(JOIN_OUTPUT_UP_TO / 4);
+        for _ in 0..5 {
+            assert_eq!(sender.try_send(output_of(1, &part)), Ok(()));
+        }
+        assert_eq!(sender.try_send(output_of(2, "echo")), Ok(()));
+        let sizes: Vec<(u64, usize)> = std::iter::from_fn(|| receiver.try_recv())
+            .map(|frame| match frame {
+                Frame::Output { pane, bytes } => (pane, bytes.len()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            [(1, JOIN_OUTPUT_UP_TO), (2, 4), (1, JOIN_OUTPUT_UP_TO / 4)]
+        );
     }
 
     #[test]

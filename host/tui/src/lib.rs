@@ -40,9 +40,17 @@ pub const FRAMES_PER_SECOND: u32 = 60;
 /// Most output bytes fed to the emulators between two looks at the keyboard.
 const PARSE_BUDGET: usize = 256 * 1024;
 /// Frames between two rounds of parsing while output is left over (a flood): a flood
-/// scrolls at 30 frames a second, and the TUI takes half the CPU it took at 60, which its
-/// panes' producers get instead (docs/tui.md).
-const FRAMES_A_ROUND_WHILE_BEHIND: u32 = 2;
+/// scrolls at 30 frames a second, and the TUI's loop takes about half the CPU it took at
+/// 60, which its panes' producers get instead (docs/tui.md).
+const FRAMES_A_ROUND_IN_A_FLOOD: u32 = 2;
+// A round of a flood that brought nothing new is a pause (`app::FLOOD_PAUSE`).
+const _: () = assert!(
+    app::FLOOD_PAUSE.as_micros() * (FRAMES_PER_SECOND as u128)
+        < 1_000_000 * (FRAMES_A_ROUND_IN_A_FLOOD as u128)
+);
+/// How long after a key its echo is waited for frame by frame; an echo that never comes
+/// (a password prompt, a closed pane) must not keep a flood's frames waking the loop.
+const ECHO_PATIENCE: Duration = Duration::from_millis(100);
 
 /// The client's two ends of a hub attachment: frames from it, requests to it.
 pub struct Attachment {
@@ -111,7 +119,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     // When parsing may go on: at once, unless the last round left output over, which
     // means a flood; then one budget a round, so the emulator leaves the panes' producers
     // most of a core (the hub waits for this client) and skip-ahead keeps the screen current.
-    let round_time = frame_time * FRAMES_A_ROUND_WHILE_BEHIND;
+    let round_time = frame_time * FRAMES_A_ROUND_IN_A_FLOOD;
     let mut parse_at = Instant::now();
     let send = |batch: Vec<ClientRequest>| {
         for request in batch {
@@ -121,15 +129,21 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     };
     // The pane a key was just typed into: its next output is its echo, parsed and drawn at
     // once instead of at the next round and frame (beside a flood those are ~2 frames).
-    let mut awaiting_echo = None;
+    let mut awaiting_echo = EchoWait::default();
     let outcome = loop {
         let now = Instant::now();
         // While a flood waits for its next round, its frames stay queued and are taken all at
         // once when the round comes: waking for each (thousands a second) cost more than
         // parsing. The echo of a key is taken as it comes.
-        let between_rounds = app.has_pending_output() && parse_at > now && awaiting_echo.is_none();
+        let between_rounds =
+            app.has_pending_output() && parse_at > now && awaiting_echo.pane(now).is_none();
         let wake = if app.has_pending_output() {
-            parse_at
+            // A change to draw (a tab switched, a scroll) does not wait for the round.
+            if app.dirty {
+                parse_at.min(last_draw + frame_time)
+            } else {
+                parse_at
+            }
         } else if app.dirty {
             last_draw + frame_time
         } else {
@@ -148,7 +162,7 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
                 terminal::Input::Bytes(bytes) => {
                     let batch = app.on_input(&bytes);
                     if let Some(pane) = typed_into(&batch) {
-                        awaiting_echo = Some(pane);
+                        awaiting_echo.typed(pane, Instant::now());
                     }
                     send(batch);
                 }
@@ -166,7 +180,9 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
                 Some(frame) => {
                     send(app.on_frame(frame));
                     // Take everything already queued: reading is cheap, parsing waits.
-                    take_queued(&mut app, &mut frames, &send);
+                    if take_queued(&mut app, &mut frames, &send) == Stream::Ended {
+                        break Outcome::Closed;
+                    }
                 }
                 None => break Outcome::Closed,
             },
@@ -174,16 +190,18 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
         }
         let woke = Instant::now();
         // One early draw per key, so a pane flooding while typed into keeps the frame rate.
-        if let Some(pane) = awaiting_echo
+        if let Some(pane) = awaiting_echo.pane(woke)
             && app.parse_echo(pane, PARSE_BUDGET, woke)
         {
-            awaiting_echo = None;
+            awaiting_echo = EchoWait::default();
             screen.draw(&mut app)?;
             last_draw = Instant::now();
             drawn_second = wall_clock().as_secs();
         }
         if app.has_pending_output() && woke >= parse_at {
-            take_queued(&mut app, &mut frames, &send);
+            if take_queued(&mut app, &mut frames, &send) == Stream::Ended {
+                break Outcome::Closed;
+            }
             app.parse_pending(PARSE_BUDGET, woke);
             let now = Instant::now();
             parse_at = if app.has_pending_output() {
@@ -212,14 +230,43 @@ pub async fn run(attachment: Attachment, options: Options) -> std::io::Result<Ou
     Ok(outcome)
 }
 
-/// Hands `app` every frame already queued. A closed stream is noticed by the loop's `recv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Open,
+    Ended,
+}
+
+/// Hands `app` every frame already queued; whether the stream has ended after them.
 fn take_queued(
     app: &mut App,
     frames: &mut mpsc::UnboundedReceiver<Frame>,
     send: &impl Fn(Vec<ClientRequest>),
-) {
-    while let Ok(frame) = frames.try_recv() {
-        send(app.on_frame(frame));
+) -> Stream {
+    loop {
+        match frames.try_recv() {
+            Ok(frame) => send(app.on_frame(frame)),
+            Err(mpsc::error::TryRecvError::Empty) => return Stream::Open,
+            Err(mpsc::error::TryRecvError::Disconnected) => return Stream::Ended,
+        }
+    }
+}
+
+/// The pane whose echo is awaited, for [`ECHO_PATIENCE`] after the key.
+#[derive(Debug, Default)]
+struct EchoWait {
+    typed: Option<(u64, Instant)>,
+}
+
+impl EchoWait {
+    fn typed(&mut self, pane: u64, at: Instant) {
+        self.typed = Some((pane, at));
+    }
+
+    /// The pane, unless its key is older than [`ECHO_PATIENCE`] at `now`.
+    fn pane(&self, now: Instant) -> Option<u64> {
+        self.typed
+            .filter(|(_, at)| now.saturating_duration_since(*at) < ECHO_PATIENCE)
+            .map(|(pane, _)| pane)
     }
 }
 
@@ -240,4 +287,50 @@ fn wall_clock() -> Duration {
 
 fn subsecond(time: Duration) -> Duration {
     Duration::from_nanos(u64::from(time.subsec_nanos()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_echo_is_awaited_for_a_while_after_the_last_key_only() {
+        let start = Instant::now();
+        let mut echo = EchoWait::default();
+        assert_eq!(echo.pane(start), None);
+        echo.typed(3, start);
+        assert_eq!(echo.pane(start + ECHO_PATIENCE / 2), Some(3));
+        assert_eq!(echo.pane(start + ECHO_PATIENCE), None);
+        echo.typed(4, start + ECHO_PATIENCE);
+        assert_eq!(echo.pane(start + ECHO_PATIENCE * 3 / 2), Some(4));
+    }
+
+    #[tokio::test]
+    async fn queued_frames_are_all_taken_and_an_ended_stream_is_told() {
+        let mut app = App::new(
+            LeaderKey::default(),
+            PaneArea::of_terminal(24, 80),
+            FirstPane::Existing,
+        );
+        let (sender, mut frames) = mpsc::unbounded_channel();
+        let output = |text: &'static str| Frame::Output {
+            pane: 1,
+            bytes: text.as_bytes().to_vec().into(),
+        };
+        sender.send(output("one")).unwrap();
+        sender.send(output("two")).unwrap();
+        let no_requests = |batch: Vec<ClientRequest>| assert!(batch.is_empty(), "{batch:?}");
+        assert_eq!(
+            take_queued(&mut app, &mut frames, &no_requests),
+            Stream::Open
+        );
+        assert!(frames.is_empty());
+        sender.send(output("three")).unwrap();
+        drop(sender);
+        assert_eq!(
+            take_queued(&mut app, &mut frames, &no_requests),
+            Stream::Ended
+        );
+        assert!(frames.is_empty());
+    }
 }

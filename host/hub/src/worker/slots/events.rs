@@ -202,21 +202,10 @@ pub(in crate::worker) fn coalesce(round: Vec<PaneEvent>) -> Vec<PaneEvent> {
         }
         joined.push(PaneEvent::Output {
             pane,
-            bytes: concatenate(run),
+            bytes: crate::frames::concatenate(run),
         });
     }
     joined
-}
-
-fn concatenate(mut run: Vec<bytes::Bytes>) -> bytes::Bytes {
-    if run.len() == 1 {
-        return run.pop().unwrap_or_default();
-    }
-    let mut all = bytes::BytesMut::with_capacity(run.iter().map(bytes::Bytes::len).sum());
-    for chunk in &run {
-        all.extend_from_slice(chunk);
-    }
-    all.freeze()
 }
 
 #[cfg(test)]
