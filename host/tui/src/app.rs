@@ -35,9 +35,10 @@ const KEEP_ON_SKIP: usize = 256 * 1024;
 const FLOOD_BUDGET: usize = 16 * 1024;
 /// A flooding pane that has received nothing for this long has paused or ended: it shows
 /// its latest output at once. A flood's frames are taken once a round (two frames, 33 ms,
-/// `FRAMES_A_ROUND_IN_A_FLOOD`), so a round that brought nothing new is a pause; shorter than the hub holds a pane for a
-/// client that is behind (80–140 ms), so the screen is current in those pauses too. Each
-/// costs one parse of at most [`KEEP_ON_SKIP`] (docs/tui.md).
+/// `FRAMES_A_ROUND_IN_A_FLOOD`), so a round that brought nothing new is a pause. Shorter
+/// than the hub holds a pane for a client that is behind (80–140 ms), so the screen is
+/// current in those pauses too. Each costs one parse of at most [`KEEP_ON_SKIP`]
+/// (docs/tui.md).
 pub(crate) const FLOOD_PAUSE: Duration = Duration::from_millis(30);
 /// A flooding pane that has received nothing for this long is done flooding: what comes
 /// next is parsed as any output. Longer than the pauses between bursts of a flood on a busy
