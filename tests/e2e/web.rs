@@ -650,6 +650,29 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     let status = nightcrow(web.home.path()).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
+
+    // A notice goes after a while, as the terminal client's does: what it said stays on
+    // the tab and the chip, and a notice left up would outlive the pane it names.
+    browser.wait_within(
+        Duration::from_secs(20),
+        "the notice row to clear",
+        "document.getElementById('notice').textContent === ''",
+    );
+    // Closing the exited pane asks first, saying what goes: its last screen, not a process.
+    browser.eval(
+        "window.confirm = (question) => { window.nightcrowAsked = question; return true; }; \
+         document.querySelector('.tab .close').click(); true",
+    );
+    assert_eq!(
+        browser.eval("window.nightcrowAsked"),
+        json!("Close timed? Its last screen goes with it.")
+    );
+    browser.wait_for(
+        "the closed pane's tab to go",
+        "nightcrow.order.length === 1",
+    );
+    // Tabs are numbered by place: the one left is 1 now.
+    assert_eq!(tab_labels(&mut browser), ["1:untimed⚠1×"]);
 }
 
 /// Records the page's use of the browser's Notification API, which still does the work:

@@ -44,6 +44,8 @@ const state = {
   unreadBefore: new Map(),
   // The timer that redraws a counting-down chip, while one is shown.
   tick: null,
+  // The timer that clears the notice row.
+  noticeTimer: null,
   // The on-screen keys a phone's keyboard lacks (shown on narrow and touch screens).
   keyBar: new KeyBar($("keys"), () => state.panes.get(state.active)?.term),
 };
@@ -90,7 +92,8 @@ class Pane {
     close.textContent = "×";
     close.addEventListener("click", (event) => {
       event.stopPropagation();
-      if (confirm(`Close ${this.title}? Its process is ended.`)) send({ type: "close", pane: this.id });
+      const loses = this.alive ? "Its process is ended." : "Its last screen goes with it.";
+      if (confirm(`Close ${this.title}? ${loses}`)) send({ type: "close", pane: this.id });
     });
     this.label = document.createElement("span");
     this.tab.append(this.label, close);
@@ -136,8 +139,17 @@ function send(message) {
   }
 }
 
+/** How long a notice stays, as in the terminal client (`NOTICE_FOR`): what it says about a
+ *  pane stays on the pane's tab and chip, and a notice left up would outlive its pane (a
+ *  late page was told `2:shell ended` for as long as it stayed open, after 2 was closed). */
+const NOTICE_FOR_MS = 6000;
+
 function say(text) {
   $("notice").textContent = text;
+  clearTimeout(state.noticeTimer);
+  state.noticeTimer = setTimeout(() => {
+    $("notice").textContent = "";
+  }, NOTICE_FOR_MS);
 }
 
 /** A new pane's tab goes last, or where the pane it `replaces` was (a relaunch keeps the
