@@ -651,6 +651,13 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     let status = String::from_utf8_lossy(&status.stdout);
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
 
+    // Typing into the exited pane sends nothing and says what to do instead.
+    type_line(&mut browser, "x");
+    assert_eq!(
+        browser.eval("document.getElementById('notice').textContent"),
+        json!("1:timed has ended; + opens a new pane")
+    );
+
     // A notice goes after a while, as the terminal client's does: what it said stays on
     // the tab and the chip, and a notice left up would outlive the pane it names.
     browser.wait_within(

@@ -79,8 +79,8 @@ class Pane {
     this.fit = new FitAddon();
     this.term.loadAddon(this.fit);
     this.term.open(this.element);
-    this.term.onData((data) => send({ type: "input", pane: this.id, data: state.keyBar.apply(data) }));
-    this.term.onBinary((data) => send({ type: "input", pane: this.id, data }));
+    this.term.onData((data) => this.typeInto(state.keyBar.apply(data)));
+    this.term.onBinary((data) => this.typeInto(data));
     followSwipes(this.element, this.term);
     this.tab = document.createElement("button");
     this.tab.className = "tab";
@@ -124,6 +124,28 @@ class Pane {
     this.tab.classList.toggle("recovering", !!this.recovery);
     this.tab.setAttribute("aria-selected", String(state.active === this.id));
     this.tab.dataset.pane = String(this.id);
+  }
+
+  /** Sends what the person typed to the pane's program. An exited pane has none: the keys
+   *  are dropped, as the terminal client drops them, and the notice says what to do instead
+   *  (the hub used to answer each with `pane N is not running`). */
+  typeInto(data) {
+    if (this.alive) {
+      send({ type: "input", pane: this.id, data });
+    } else if (this.held && this.recovery) {
+      say(`${label(this)} waits for its plugin; nothing is typed into it`);
+    } else {
+      say(`${label(this)} has ended; + opens a new pane`);
+    }
+  }
+
+  /** The pane's program has ended: nothing takes keys any more, so no cursor invites them. */
+  markExited(how, held) {
+    this.alive = false;
+    this.held = held;
+    this.ended = how;
+    this.term.write("\x1b[?25l");
+    this.drawTab();
   }
 
   dispose() {
@@ -366,10 +388,7 @@ function onMessage(message) {
       const pane = state.panes.get(message.pane);
       if (!pane) break;
       const how = message.code === null || message.code === undefined ? "ended" : `exited with code ${message.code}`;
-      pane.alive = false;
-      pane.held = !!message.held;
-      pane.ended = how;
-      pane.drawTab();
+      pane.markExited(how, !!message.held);
       say(`${label(pane)} ${how}`);
       break;
     }
