@@ -652,11 +652,13 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     assert_eq!(status.matches("hold on pane").count(), 1, "{status}");
 
     // Typing into the exited pane sends nothing and says what to do instead.
+    browser.eval(RECORD_INPUT);
     type_line(&mut browser, "x");
     assert_eq!(
         browser.eval("document.getElementById('notice').textContent"),
         json!("1:timed has ended; + opens a new pane")
     );
+    assert_eq!(browser.eval("window.nightcrowInputs"), json!(0));
 
     // A notice goes after a while, as the terminal client's does: what it said stays on
     // the tab and the chip, and a notice left up would outlive the pane it names.
@@ -680,7 +682,38 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
     );
     // Tabs are numbered by place: the one left is 1 now.
     assert_eq!(tab_labels(&mut browser), ["1:untimed⚠1×"]);
+
+    // The pane left waits for its plugin: keys are not sent to it either, and closing it
+    // says that its plugin will not relaunch it (declined here: the hold stays).
+    type_line(&mut browser, "x");
+    assert_eq!(
+        browser.eval("document.getElementById('notice').textContent"),
+        json!("1:untimed waits for its plugin; nothing is typed into it")
+    );
+    assert_eq!(browser.eval("window.nightcrowInputs"), json!(0));
+    browser.eval(
+        "window.confirm = (question) => { window.nightcrowAsked = question; return false; }; \
+         document.querySelector('.tab .close').click(); true",
+    );
+    assert_eq!(
+        browser.eval("window.nightcrowAsked"),
+        json!("Close untimed? Its plugin will not relaunch it, and its last screen goes with it.")
+    );
+    assert_eq!(tab_labels(&mut browser), ["1:untimed⚠1×"]);
 }
+
+/// Counts the `input` messages the page sends from now on in `nightcrowInputs`, sending
+/// them on as before.
+const RECORD_INPUT: &str = r#"(() => {
+  const socket = nightcrow.socket;
+  const send = socket.send.bind(socket);
+  window.nightcrowInputs = 0;
+  socket.send = (text) => {
+    if (JSON.parse(text).type === "input") window.nightcrowInputs += 1;
+    send(text);
+  };
+  return true;
+})()"#;
 
 /// Records the page's use of the browser's Notification API, which still does the work:
 /// `nightcrowAsked` counts the permission requests, `nightcrowNotified` lists the

@@ -92,7 +92,11 @@ class Pane {
     close.textContent = "×";
     close.addEventListener("click", (event) => {
       event.stopPropagation();
-      const loses = this.alive ? "Its process is ended." : "Its last screen goes with it.";
+      const loses = this.alive
+        ? "Its process is ended."
+        : this.pendingRelaunch
+          ? "Its plugin will not relaunch it, and its last screen goes with it."
+          : "Its last screen goes with it.";
       if (confirm(`Close ${this.title}? ${loses}`)) send({ type: "close", pane: this.id });
     });
     this.label = document.createElement("span");
@@ -127,16 +131,25 @@ class Pane {
   }
 
   /** Sends what the person typed to the pane's program. An exited pane has none: the keys
-   *  are dropped, as the terminal client drops them, and the notice says what to do instead
-   *  (the hub used to answer each with `pane N is not running`). */
+   *  are dropped (the terminal client drops them too, silently) and the notice says what to
+   *  do instead (the hub used to answer each with `pane N is not running`). */
   typeInto(data) {
     if (this.alive) {
       send({ type: "input", pane: this.id, data });
-    } else if (this.held && this.recovery) {
-      say(`${label(this)} waits for its plugin; nothing is typed into it`);
-    } else {
-      say(`${label(this)} has ended; + opens a new pane`);
+      return;
     }
+    // An escape sequence is dropped without a word: the terminal sends those by itself too
+    // (focus and mouse reports, answers to a program's queries in the replayed screen).
+    if (data.startsWith("\x1b")) return;
+    say(this.pendingRelaunch
+      ? `${label(this)} waits for its plugin; nothing is typed into it`
+      : `${label(this)} has ended; + opens a new pane`);
+  }
+
+  /** Exited with its plugin about to act on it: a hold and a report of recovery under way
+   *  (the terminal client's `pending_relaunch`). */
+  get pendingRelaunch() {
+    return !this.alive && this.held && this.recovery !== null;
   }
 
   /** The pane's program has ended: nothing takes keys any more, so no cursor invites them. */
@@ -239,7 +252,7 @@ function drawToolbar() {
   const cancel = $("cancel");
   $("pane-title").textContent = pane ? label(pane) : "";
   // Plainly exited unless its plugin is about to act on it (a hold and a report).
-  const pending = pane && !pane.alive && pane.held && pane.recovery;
+  const pending = pane && pane.pendingRelaunch;
   const ended = pane && !pane.alive ? (pending ? `${pane.ended} · ` : `${pane.ended} · × on its tab closes it`) : "";
   if (pane && (pane.recovery || ended)) {
     chip.textContent = ended + (pane.recovery ? chipText(pane.recovery, nowEpoch()) : "");
