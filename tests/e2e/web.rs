@@ -653,12 +653,7 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
 
     // Typing into the exited pane sends nothing and says what to do instead.
     browser.eval(RECORD_INPUT);
-    type_line(&mut browser, "x");
-    assert_eq!(
-        browser.eval("document.getElementById('notice').textContent"),
-        json!("1:timed has ended; + opens a new pane")
-    );
-    assert_eq!(browser.eval("window.nightcrowInputs"), json!(0));
+    expect_keys_dropped(&mut browser, "1:timed has ended; + opens a new pane");
 
     // A notice goes after a while, as the terminal client's does: what it said stays on
     // the tab and the chip, and a notice left up would outlive the pane it names.
@@ -668,12 +663,8 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
         "document.getElementById('notice').textContent === ''",
     );
     // Closing the exited pane asks first, saying what goes: its last screen, not a process.
-    browser.eval(
-        "window.confirm = (question) => { window.nightcrowAsked = question; return true; }; \
-         document.querySelector('.tab .close').click(); true",
-    );
     assert_eq!(
-        browser.eval("window.nightcrowAsked"),
+        close_first_tab(&mut browser, true),
         json!("Close timed? Its last screen goes with it.")
     );
     browser.wait_for(
@@ -685,21 +676,35 @@ fn recovery_shows_in_the_toolbar_attention_marks_the_tab_and_cancel_ends_the_hol
 
     // The pane left waits for its plugin: keys are not sent to it either, and closing it
     // says that its plugin will not relaunch it (declined here: the hold stays).
-    type_line(&mut browser, "x");
-    assert_eq!(
-        browser.eval("document.getElementById('notice').textContent"),
-        json!("1:untimed waits for its plugin; nothing is typed into it")
-    );
-    assert_eq!(browser.eval("window.nightcrowInputs"), json!(0));
-    browser.eval(
-        "window.confirm = (question) => { window.nightcrowAsked = question; return false; }; \
-         document.querySelector('.tab .close').click(); true",
+    expect_keys_dropped(
+        &mut browser,
+        "1:untimed waits for its plugin; nothing is typed into it",
     );
     assert_eq!(
-        browser.eval("window.nightcrowAsked"),
+        close_first_tab(&mut browser, false),
         json!("Close untimed? Its plugin will not relaunch it, and its last screen goes with it.")
     );
     assert_eq!(tab_labels(&mut browser), ["1:untimed⚠1×"]);
+}
+
+/// Clicks the first tab's `×` and answers the page's question with `yes`; returns the question.
+fn close_first_tab(browser: &mut Browser, yes: bool) -> Value {
+    browser.eval(&format!(
+        "window.confirm = (question) => {{ window.nightcrowAsked = question; return {yes}; }}; \
+         document.querySelector('.tab .close').click(); true"
+    ));
+    browser.eval("window.nightcrowAsked")
+}
+
+/// Types a line into the exited pane in view: the notice must say `notice`, and no `input`
+/// may have gone out since [`RECORD_INPUT`].
+fn expect_keys_dropped(browser: &mut Browser, notice: &str) {
+    type_line(browser, "x");
+    assert_eq!(
+        browser.eval("document.getElementById('notice').textContent"),
+        json!(notice)
+    );
+    assert_eq!(browser.eval("window.nightcrowInputs"), json!(0));
 }
 
 /// Counts the `input` messages the page sends from now on in `nightcrowInputs`, sending
