@@ -199,10 +199,25 @@ fn an_exited_pane_stays_with_its_screen_until_it_is_closed() {
     exited(&mut app, 1, true);
     assert_eq!(titles(&app), ["p1", "p2"]);
     assert!(!app.panes[0].alive);
+    // Keys for an exited pane are not sent; the notice says what to do instead, unless
+    // they are an escape sequence, which the outer terminal also sends by itself.
+    let now = Instant::now();
     assert!(app.on_input(b"typed into an exited pane").is_empty());
+    assert_eq!(
+        app.notice(now),
+        Some("1:p1 has ended; Ctrl+F c opens a new pane")
+    );
     app.on_frame(report(1, "waiting_for_reset"));
     assert_eq!(app.panes[0].marker().as_deref(), Some("⏳"));
     assert!(app.panes[0].pending_relaunch());
+    app.notice = None;
+    assert!(app.on_input(b"\x1b[I").is_empty());
+    assert_eq!(app.notice(now), None);
+    assert!(app.on_input(b"x").is_empty());
+    assert_eq!(
+        app.notice(now),
+        Some("1:p1 waits for its plugin; nothing is typed into it")
+    );
     // The hold ends: the marker goes, the pane and its screen stay, plainly exited.
     app.on_frame(report(1, "cancelled"));
     assert_eq!(titles(&app), ["p1", "p2"]);

@@ -71,12 +71,27 @@ impl App {
         requests
     }
 
+    /// Keys for the pane in view. An exited pane has no program to take them: they are
+    /// dropped and the notice says what to do instead (the web page says the same). An
+    /// escape sequence is dropped without a word: the outer terminal sends some by itself
+    /// (focus reports), and a notice nobody typed for would be wrong.
     fn type_into_active(&mut self, bytes: &[u8]) -> Option<ClientRequest> {
-        let pane = self.active_pane().filter(|pane| pane.alive)?;
-        Some(ClientRequest::Input {
-            pane: pane.id,
-            data: String::from_utf8_lossy(bytes).into_owned(),
-        })
+        let pane = self.active_pane()?;
+        if pane.alive {
+            return Some(ClientRequest::Input {
+                pane: pane.id,
+                data: String::from_utf8_lossy(bytes).into_owned(),
+            });
+        }
+        if bytes.first() != Some(&ESC) {
+            let label = self.label(self.active);
+            self.say(if pane.pending_relaunch() {
+                format!("{label} waits for its plugin; nothing is typed into it")
+            } else {
+                format!("{label} has ended; {} c opens a new pane", self.leader)
+            });
+        }
+        None
     }
 
     fn on_key(&mut self, key: Key) -> Vec<ClientRequest> {
@@ -158,6 +173,8 @@ impl App {
 
 /// What Ctrl+C sends in raw mode.
 const CTRL_C: u8 = 0x03;
+/// What every escape sequence starts with (arrows, function keys, terminal reports).
+const ESC: u8 = 0x1b;
 
 /// The key table, as the help popup shows it. Nothing is typed into the demo's pane, so its
 /// table has no typing keys, and its way out ends it.

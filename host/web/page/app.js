@@ -131,8 +131,8 @@ class Pane {
   }
 
   /** Sends what the person typed to the pane's program. An exited pane has none: the keys
-   *  are dropped (the terminal client drops them too, silently) and the notice says what to
-   *  do instead (the hub used to answer each with `pane N is not running`). */
+   *  are dropped and the notice says what to do instead, as in the terminal client (the hub
+   *  used to answer each with `pane N is not running`). */
   typeInto(data) {
     if (this.alive) {
       send({ type: "input", pane: this.id, data });
