@@ -237,9 +237,9 @@ fn buffer_of(pane: &str) -> String {
 const ACTIVE: &str = "nightcrow.active";
 
 /// Waits until the active pane's last line is the shell's bare prompt (one ending in `#` or
-/// `$`: `# `, `$ `, bash's `sh-5.2$ `), as after a start or an interrupt. Keys typed before it are echoed by the terminal ahead of the
-/// prompt, and the command's output then runs into the prompt's line (seen on loaded machines:
-/// `# second-42`, `# after-42`).
+/// `$`: `# `, `$ `, bash's `sh-5.2$ `), as after a start or an interrupt. Keys typed before
+/// it are echoed by the terminal ahead of the prompt, and the command's output then runs
+/// into the prompt's line (seen on loaded machines: `# second-42`, `# after-42`).
 fn wait_for_prompt(browser: &mut Browser) {
     let check = format!(
         "/[#$]$/.test({}.trimEnd().split('\\n').pop())",
