@@ -19,7 +19,7 @@
 //! the drops are counted below the table.
 //!
 //! ```text
-//! cargo bench --bench attach               # release build, 200 MB, 5 runs, 200 keys
+//! cargo bench --bench attach               # release build, 200 MB, 9 runs, 200 keys
 //!                                          # (every size: one untimed raw run first)
 //! cargo test --bench attach                # the same sizes in the test profile
 //! cargo test --bench attach -- --quick     # 4 MB, 1 run, 20 keys: proves it works (CI)
@@ -84,7 +84,7 @@ impl Sizes {
         } else {
             Sizes {
                 file_bytes: 200_000_000,
-                runs: 5,
+                runs: 9,
                 keys: 200,
                 rest: Duration::from_secs(60),
             }
