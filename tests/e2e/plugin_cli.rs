@@ -202,18 +202,28 @@ fn a_native_plugin_inherits_no_descriptor_but_its_stdio() {
                 .filter_map(|(key, value)| Some((key, value?))),
         )
         .env_remove("NIGHTCROW_LOG")
-        .stdin(Stdio::null());
-    let done = output(&mut shell);
-    let stdout = text(&done.stdout);
-    let listing = stdout
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut running = shell.spawn().expect("the nightcrow binary runs");
+    // Stdin stays open until the listing is in: its end stops the plugin, and on a busy
+    // machine the 200 ms shutdown grace ended the probe before it had listed anything.
+    let stdin = running.stdin.take();
+    let listing = BufReader::new(running.stdout.take().unwrap())
         .lines()
-        .filter_map(|line| match nightcrow_protocol::decode_command(line) {
+        .map_while(Result::ok)
+        .filter_map(|line| match nightcrow_protocol::decode_command(&line) {
             Ok(nightcrow_protocol::Command::Log { message, .. }) => Some(message),
             _ => None,
         })
-        .find(|message| message.starts_with("list /proc/self/fd:"))
-        .unwrap_or_else(|| panic!("no listing: {done:?}"));
-    assert_eq!(listing, "list /proc/self/fd: ok 0,1,2,3", "{done:?}");
+        .find(|message| message.starts_with("list /proc/self/fd:"));
+    drop(stdin);
+    let done = running.wait_with_output().expect("plugin run ends");
+    assert_eq!(
+        listing.as_deref(),
+        Some("list /proc/self/fd: ok 0,1,2,3"),
+        "{done:?}"
+    );
     assert!(
         text(&done.stderr).contains("starting a native plugin: trusted code"),
         "{done:?}"
