@@ -917,6 +917,24 @@ fn emoji_clusters_leave_nothing_stray_and_the_text_after_them_where_tmux_puts_it
         .output()
         .unwrap();
     let plain = String::from_utf8(plain.stdout).unwrap().trim().to_owned();
+    let plain_screen = || {
+        let captured = tui
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &plain])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&captured.stdout).into_owned()
+    };
+    // Keys typed before the shell's prompt are echoed ahead of it, and the output then
+    // lands after the prompt, on the prompt's row.
+    let started = Instant::now();
+    while plain_screen().trim().is_empty() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the plain pane never prompted"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let status = tui
         .tmux()
         .args(["send-keys", "-t", &plain, "-l", &echo])
@@ -935,12 +953,7 @@ fn emoji_clusters_leave_nothing_stray_and_the_text_after_them_where_tmux_puts_it
     };
     let started = Instant::now();
     let in_tmux = loop {
-        let captured = tui
-            .tmux()
-            .args(["capture-pane", "-p", "-t", &plain])
-            .output()
-            .unwrap();
-        if let Some(line) = output_line(&String::from_utf8_lossy(&captured.stdout)) {
+        if let Some(line) = output_line(&plain_screen()) {
             break line;
         }
         assert!(started.elapsed() < PATIENCE, "the plain pane never echoed");
